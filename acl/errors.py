@@ -1,0 +1,56 @@
+"""The one error hierarchy every DocQA layer raises.
+
+It lives in ``acl`` because ``acl`` is the bottom layer that every other
+package may import. Entry points map each class to a gRPC status, a GraphQL
+error code and a CLI exit code in one table (``service.errors``). Messages are
+written for the caller: they never carry document text, credentials, or a hint
+about documents the caller cannot read.
+"""
+
+
+class DocQAError(Exception):
+    """Base class of every error DocQA raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidArgument(DocQAError):
+    """The request is malformed: bad level, empty question, bad id, ..."""
+
+
+class NotFound(DocQAError):
+    """The store or document does not exist, or the caller may not read it."""
+
+
+class PermissionDenied(DocQAError):
+    """The caller is known but lacks the role the operation needs."""
+
+
+class Unauthenticated(DocQAError):
+    """The caller's identity could not be established."""
+
+
+class Unavailable(DocQAError):
+    """A dependency (index, LLM, database) is down after bounded retries."""
+
+
+class IndexUnavailable(Unavailable):
+    """The vector index cannot be reached."""
+
+
+class GeneratorUnavailable(Unavailable):
+    """The LLM cannot be reached or keeps failing."""
+
+
+class DeadlineExceeded(DocQAError):
+    """The caller's deadline passed before the work finished."""
+
+
+class ConfigurationError(DocQAError):
+    """Configuration is missing or malformed; the message names the key."""
+
+
+class LoadError(DocQAError):
+    """A source document could not be read (corrupt, encrypted, unreadable)."""

@@ -1,0 +1,232 @@
+"""Filtered top-10 retrieval: DocQA's embedded index against its two obvious alternatives.
+
+    python bench/retrieval.py [--sizes 100000,1000000] [--queries 200]
+
+Synthetic corpus: 384-d L2-normalised vectors around 1000 gaussian cluster
+centres, 10 chunks per document, every document's ACL allowing a few of 200
+groups. Three callers read 50 %, 5 % and 0.5 % of the chunks. For each size and
+caller it prints p50/p99 latency, recall@10 against exact search and the number
+of under-filled answers (fewer than 10 hits although at least 10 are readable) of
+
+* DocQA  -- ``EmbeddedIndex.knn`` in memory, the whole query path the service
+            uses: ACL filter -> allowed rows -> plan -> search -> chunk records;
+* exact  -- numpy over the allowed rows (gather, matmul, argpartition), given
+            the allowed rows for free; it is the ground truth;
+* hnsw16 -- faiss HNSW + IDSelectorBitmap at the default efSearch (16), on the
+            same graph DocQA built, given the bitmap for free.
+
+``x`` columns are that method's p50 divided by DocQA's. Figures, not asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import faiss
+import numpy as np
+import numpy.typing as npt
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from acl.model import Acl
+from indexer.index.embedded import EmbeddedIndex
+from indexer.index.filters import acl_filter
+from indexer.index.port import ChunkRecord, StoreSpec
+
+DIM = 384
+CLUSTERS = 1000
+GROUPS = 200
+PER_DOC = 10
+K = 10
+STORE = "bench"
+# Callers: the groups each holds, and the share of documents whose primary group they hold.
+PRIMARY_SHARE = {"group:g0": 0.005, "group:g1": 0.045, "group:g2": 0.45}
+CALLERS = {
+    "50%": ["user:reader", "group:g0", "group:g1", "group:g2"],
+    "5%": ["user:reader", "group:g0", "group:g1"],
+    "0.5%": ["user:reader", "group:g0"],
+}
+
+
+@dataclass
+class Corpus:
+    vectors: npt.NDArray[np.float32]
+    primary: npt.NDArray[np.int64]  # per document: its primary group
+    queries: npt.NDArray[np.float32]
+
+
+def make_corpus(rows: int, queries: int, sigma: float, seed: int) -> Corpus:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((CLUSTERS, DIM), dtype=np.float32)
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+
+    def sample(count: int) -> npt.NDArray[np.float32]:
+        out = np.empty((count, DIM), np.float32)
+        for start in range(0, count, 65536):
+            stop = min(count, start + 65536)
+            labels = rng.integers(0, CLUSTERS, stop - start)
+            noise = rng.standard_normal((stop - start, DIM), dtype=np.float32)
+            out[start:stop] = centres[labels] + noise * (sigma / np.sqrt(DIM))
+        out /= np.linalg.norm(out, axis=1, keepdims=True)
+        return out
+
+    documents = rows // PER_DOC
+    shares = np.array([*PRIMARY_SHARE.values(), 1.0 - sum(PRIMARY_SHARE.values())])
+    kind = rng.choice(len(shares), size=documents, p=shares)
+    other = rng.integers(3, GROUPS, documents)  # groups no caller holds
+    primary = np.where(kind < 3, kind, other)
+    return Corpus(sample(rows), primary, sample(queries))
+
+
+def document_acl(primary: int, rng: np.random.Generator) -> Acl:
+    extra = [f"group:g{g}" for g in rng.integers(3, GROUPS, 2)]
+    return Acl.of([f"group:g{primary}", *extra])
+
+
+def load(index: EmbeddedIndex, corpus: Corpus, seed: int) -> None:
+    rng = np.random.default_rng(seed + 1)
+    index.ensure(StoreSpec(STORE, DIM))
+    batch: list[ChunkRecord] = []
+    for doc, primary in enumerate(corpus.primary.tolist()):
+        acl = document_acl(primary, rng)
+        for ordinal in range(PER_DOC):
+            row = doc * PER_DOC + ordinal
+            batch.append(
+                ChunkRecord(
+                    f"doc{doc:07d}#{ordinal}",
+                    f"doc{doc:07d}",
+                    ordinal,
+                    f"chunk {row}",
+                    f"Document {doc}",
+                    f"file:///doc{doc}",
+                    (),
+                    0,
+                    0,
+                    acl,
+                    corpus.vectors[row],
+                )
+            )
+        if len(batch) >= 20_000:
+            index.upsert(STORE, batch)
+            batch = []
+    index.upsert(STORE, batch)
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    return float(np.percentile(samples, 50)), float(np.percentile(samples, 99))
+
+
+def run_size(rows: int, queries: int, sigma: float, seed: int) -> list[str]:
+    started = time.perf_counter()
+    corpus = make_corpus(rows, queries, sigma, seed)
+    generated = time.perf_counter()
+    index = EmbeddedIndex(None)
+    load(index, corpus, seed)
+    loaded = time.perf_counter()
+    index.prepare(STORE)
+    built = time.perf_counter()
+    print(
+        f"# {rows:,} chunks: generate {generated - started:.1f} s, load {loaded - generated:.1f} s,"
+        f" HNSW build (M=16, efConstruction=40) {built - loaded:.1f} s",
+        flush=True,
+    )
+    # The bench reads DocQA's own graph for the faiss baseline (one build, not two).
+    store = index._open(STORE)
+    graph = store.keeper.graph_for(store.rows)
+    assert graph is not None and graph.ntotal == rows
+    faiss_index = graph._index
+    lines = []
+    for label, principals in CALLERS.items():
+        readable_docs = np.isin(corpus.primary, [int(p[7:]) for p in principals[1:]])
+        allowed = np.flatnonzero(np.repeat(readable_docs, PER_DOC)).astype(np.int64)
+        flt = acl_filter(principals)
+        assert index.count(STORE, flt) == len(allowed)
+        mask = np.zeros(rows, np.bool_)
+        mask[allowed] = True
+        bitmap = np.packbits(mask, bitorder="little")
+        # One pass per method, so that no method runs in another's wake (BLAS
+        # threads spinning after a matmul slow whatever runs next on 2 cores).
+        times: dict[str, list[float]] = {"docqa": [], "exact": [], "hnsw": []}
+        results: dict[str, list[set[int]]] = {"docqa": [], "exact": [], "hnsw": []}
+        plans: Counter[str] = Counter()
+        for query in corpus.queries:
+            t0 = time.perf_counter()
+            scores = corpus.vectors[allowed] @ query
+            top = np.argpartition(-scores, K)[:K]
+            best = allowed[top[np.argsort(-scores[top])]]
+            times["exact"].append(time.perf_counter() - t0)
+            results["exact"].append(set(best.tolist()))
+        for query in corpus.queries:
+            t0 = time.perf_counter()
+            selector = faiss.IDSelectorBitmap(len(bitmap), faiss.swig_ptr(bitmap))
+            params = faiss.SearchParametersHNSW(sel=selector, efSearch=16)
+            _, labels = faiss_index.search(query.reshape(1, -1), K, params=params)
+            times["hnsw"].append(time.perf_counter() - t0)
+            results["hnsw"].append(set(labels[0][labels[0] >= 0].tolist()))
+        for query in corpus.queries:
+            t0 = time.perf_counter()
+            hits = index.knn(STORE, query, K, flt)
+            times["docqa"].append(time.perf_counter() - t0)
+            plans[index.stats(STORE).last_plan or "?"] += 1
+            results["docqa"].append({int(h.chunk.text.split()[1]) for h in hits})
+        found = {
+            name: sum(len(got & truth) for got, truth in zip(results[name], results["exact"]))
+            for name in ("docqa", "hnsw")
+        }
+        under = {
+            name: sum(len(got) < min(K, len(allowed)) for got in results[name])
+            for name in ("docqa", "hnsw")
+        }
+        docqa_p50, docqa_p99 = percentiles(times["docqa"])
+        exact_p50, exact_p99 = percentiles(times["exact"])
+        hnsw_p50, hnsw_p99 = percentiles(times["hnsw"])
+        total = K * queries
+        lines.append(
+            f"{rows:>9,} {label:>5} {len(allowed) / rows:6.2%} | "
+            f"{docqa_p50 * 1e3:7.2f} {docqa_p99 * 1e3:7.2f} {found['docqa'] / total:6.3f} "
+            f"{under['docqa']:5d} {'/'.join(f'{p}:{c}' for p, c in sorted(plans.items())):<18}| "
+            f"{exact_p50 * 1e3:7.2f} {exact_p99 * 1e3:7.2f} {exact_p50 / docqa_p50:6.1f}x | "
+            f"{hnsw_p50 * 1e3:7.2f} {hnsw_p99 * 1e3:7.2f} {found['hnsw'] / total:6.3f} "
+            f"{under['hnsw']:5d} {hnsw_p50 / docqa_p50:6.2f}x"
+        )
+        print(lines[-1], flush=True)
+    index.close()
+    return lines
+
+
+HEADER = (
+    f"{'chunks':>9} {'sel':>5} {'read':>6} | {'DocQA p50':>7} {'p99':>7} {'rec@10':>6} {'under':>5}"
+    f" {'plans':<18}| {'exact p50':>7} {'p99':>7} {'x':>7} | {'hnsw16 p50':>7} {'p99':>7}"
+    f" {'rec@10':>6} {'under':>5} {'x':>7}"
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="100000,1000000", help="comma-separated chunk counts")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--sigma", type=float, default=0.7, help="cluster spread (noise norm)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    print(
+        f"# {DIM}-d, {CLUSTERS} clusters (sigma {args.sigma}), {GROUPS} groups, top-{K},"
+        f" {args.queries} queries; times in ms; faiss {faiss.__version__},"
+        f" {faiss.omp_get_max_threads()} threads",
+        flush=True,
+    )
+    lines = []
+    for rows in sizes:
+        lines += run_size(rows, args.queries, args.sigma, args.seed)
+    print()
+    print(HEADER)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Loaders, chunker, embedder, the index port and its adapters, the ingest pipeline."""

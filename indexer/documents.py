@@ -1,0 +1,57 @@
+"""What a loader hands the chunker: a document's text and its structure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from acl.model import Acl
+
+BlockKind = Literal["heading", "paragraph"]
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A span of the document's ``text``: a heading or a paragraph-like block.
+
+    ``start``/``end`` are character offsets into ``LoadedDocument.text``
+    (``text[start:end]`` is the block's text). ``level`` is the heading level
+    (1 = top) for headings and 0 for paragraphs. List items, table rows, code
+    blocks and PDF paragraphs are all ``paragraph`` blocks.
+    """
+
+    kind: BlockKind
+    start: int
+    end: int
+    level: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedDocument:
+    """A document's extracted plain text, its title, and its blocks in order.
+
+    Blocks do not overlap and are sorted by ``start``; text between blocks is
+    whitespace or separators that the chunker may ignore.
+    """
+
+    text: str
+    title: str
+    blocks: tuple[Block, ...] = field(default_factory=tuple)
+    content_type: str = "text/plain"
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRecord:
+    """A document as the catalog (the settings database) knows it, authoritative ACL included."""
+
+    store_id: str
+    id: str
+    title: str
+    source_uri: str
+    content_hash: str
+    text: str
+    acl: Acl
+    origin: str = "api"
+    chunk_count: int = 0
+    indexed_at: datetime | None = field(default=None, compare=False)

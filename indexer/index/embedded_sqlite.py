@@ -1,0 +1,302 @@
+"""The embedded index's durable half: one store's chunks in one SQLite database.
+
+SQLite is the source of truth; the in-memory rows (``embedded_rows``) are a
+cache rebuilt from it. Every write is one transaction, so a process killed
+mid-write leaves each document fully old or fully new. Files use WAL mode, so a
+second process (the CLI) reads committed data while a server writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from acl.errors import IndexUnavailable, InvalidArgument
+from acl.model import Acl
+from indexer.index.port import ChunkRecord
+
+SCHEMA_VERSION = "1"
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS chunks (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        chunk_id TEXT NOT NULL UNIQUE,
+        document_id TEXT NOT NULL,
+        ordinal INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        title TEXT NOT NULL,
+        source_uri TEXT NOT NULL,
+        heading_path TEXT NOT NULL,
+        start_offset INTEGER NOT NULL,
+        end_offset INTEGER NOT NULL,
+        acl_allow TEXT NOT NULL,  -- principals separated by spaces
+        acl_deny TEXT NOT NULL,
+        vector BLOB
+    )""",
+    "CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks (document_id)",
+)
+
+_META_COLUMNS = (
+    "seq, chunk_id, document_id, ordinal, text, title, source_uri, heading_path,"
+    " start_offset, end_offset, acl_allow, acl_deny"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRows:
+    """Columns of every chunk of a store, in ``seq`` order (what a reload needs)."""
+
+    seqs: list[int]
+    chunk_ids: list[str]
+    document_ids: list[str]
+    allows: list[list[str]]
+    denies: list[list[str]]
+    vectors: npt.NDArray[np.float32]
+
+
+def _principals(principals: frozenset[str]) -> str:
+    # Principals never hold whitespace (acl.model validates them), and split()
+    # decodes ten times faster than JSON on the query path.
+    return " ".join(sorted(principals))
+
+
+def encode_row(chunk: ChunkRecord, vector: bytes | None) -> tuple[object, ...]:
+    """The SQL parameters that store ``chunk`` (a separate function so tests can fail it)."""
+    return (
+        chunk.chunk_id,
+        chunk.document_id,
+        chunk.ordinal,
+        chunk.text,
+        chunk.title,
+        chunk.source_uri,
+        json.dumps(list(chunk.heading_path)),
+        chunk.start,
+        chunk.end,
+        _principals(chunk.acl.allow),
+        _principals(chunk.acl.deny),
+        vector,
+    )
+
+
+def _decode_meta(row: sqlite3.Row | tuple[object, ...]) -> ChunkRecord:
+    (_, chunk_id, document_id, ordinal, text, title, uri, heading, start, end, allow, deny) = row
+    return ChunkRecord(
+        chunk_id=str(chunk_id),
+        document_id=str(document_id),
+        ordinal=int(str(ordinal)),
+        text=str(text),
+        title=str(title),
+        source_uri=str(uri),
+        heading_path=tuple(json.loads(str(heading))),
+        start=int(str(start)),
+        end=int(str(end)),
+        acl=Acl(frozenset(str(allow).split()), frozenset(str(deny).split())),
+    )
+
+
+class ChunkTable:
+    """One store's chunks in one SQLite database: a file, or memory when ``path`` is None.
+
+    Not thread-safe by itself: the caller serialises use of one table.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, dimension: int, persistent: bool) -> None:
+        self._conn = conn
+        self.dimension = dimension
+        self.persistent = persistent
+        self._known_version = self._data_version()
+        self._foreign_write_seen = False
+
+    @classmethod
+    def create(cls, path: Path | None, dimension: int) -> ChunkTable:
+        """Open the store's database, creating it for ``dimension`` if missing.
+
+        Raises InvalidArgument if it exists with another dimension.
+        """
+        conn = _connect(path, create=True)
+        try:
+            with _transaction(conn):
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+                    (SCHEMA_VERSION,),
+                )
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('dimension', ?)",
+                    (str(dimension),),
+                )
+            existing = _read_dimension(conn)
+            if existing != dimension:
+                raise InvalidArgument(
+                    f"store exists with vector dimension {existing}, not {dimension}; "
+                    "drop the store and re-index it to change its embedding model"
+                )
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, dimension, persistent=path is not None)
+
+    @classmethod
+    def open(cls, path: Path) -> ChunkTable | None:
+        """Open an existing store database, or return None if there is none."""
+        if not path.exists():
+            return None
+        try:
+            conn = _connect(path, create=False)
+        except sqlite3.OperationalError:
+            return None
+        try:
+            dimension = _read_dimension(conn)
+        except sqlite3.OperationalError:  # created by a process that has not committed yet
+            conn.close()
+            return None
+        if dimension is None:
+            conn.close()
+            return None
+        return cls(conn, dimension, persistent=True)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def _data_version(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def is_current(self) -> bool:
+        """False when another connection committed since the last ``load`` (or open)."""
+        return not self._foreign_write_seen and self._data_version() == self._known_version
+
+    def load(self) -> StoredRows:
+        """Every chunk's filter fields and vector, and mark this state as current."""
+        self._known_version = self._data_version()  # before the snapshot: errs towards reloading
+        self._foreign_write_seen = False
+        seqs: list[int] = []
+        chunk_ids: list[str] = []
+        document_ids: list[str] = []
+        allows: list[list[str]] = []
+        denies: list[list[str]] = []
+        blobs: list[bytes] = []
+        with _transaction(self._conn, "BEGIN"):
+            cursor = self._conn.execute(
+                "SELECT seq, chunk_id, document_id, acl_allow, acl_deny, vector"
+                " FROM chunks ORDER BY seq"
+            )
+            for seq, chunk_id, document_id, allow, deny, vector in cursor:
+                seqs.append(seq)
+                chunk_ids.append(chunk_id)
+                document_ids.append(document_id)
+                allows.append(allow.split())
+                denies.append(deny.split())
+                blobs.append(vector)
+        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(-1, self.dimension)
+        return StoredRows(seqs, chunk_ids, document_ids, allows, denies, matrix)
+
+    def replace_documents(
+        self, chunks: Sequence[ChunkRecord], vectors: npt.NDArray[np.float32]
+    ) -> list[int]:
+        """Make ``chunks`` the complete set of their documents, in one transaction.
+
+        Rows of those documents, and rows holding any of the chunk ids, are
+        removed first. Returns the new rows' ``seq`` values in input order.
+        """
+        document_ids = sorted({c.document_id for c in chunks})
+        with self._write():
+            base = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM chunks").fetchone()[0]
+            self._conn.executemany(
+                "DELETE FROM chunks WHERE document_id = ?", [(d,) for d in document_ids]
+            )
+            self._conn.executemany(
+                "DELETE FROM chunks WHERE chunk_id = ?", [(c.chunk_id,) for c in chunks]
+            )
+            self._conn.executemany(
+                "INSERT INTO chunks (chunk_id, document_id, ordinal, text, title, source_uri,"
+                " heading_path, start_offset, end_offset, acl_allow, acl_deny, vector)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    encode_row(c, v.tobytes() if self.persistent else None)
+                    for c, v in zip(chunks, vectors, strict=True)
+                ),
+            )
+            # AUTOINCREMENT: new seqs are above every seq ever used.
+            seq_of = dict(
+                self._conn.execute(
+                    "SELECT chunk_id, seq FROM chunks WHERE seq > ?", (base,)
+                ).fetchall()
+            )
+        return [int(seq_of[c.chunk_id]) for c in chunks]
+
+    def delete_document(self, document_id: str) -> None:
+        """Remove the document's rows in one transaction."""
+        with self._write():
+            self._conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
+
+    def set_acl(self, document_id: str, acl: Acl) -> None:
+        """Replace the ACL of the document's rows in one transaction."""
+        with self._write():
+            self._conn.execute(
+                "UPDATE chunks SET acl_allow = ?, acl_deny = ? WHERE document_id = ?",
+                (_principals(acl.allow), _principals(acl.deny), document_id),
+            )
+
+    def fetch(self, seqs: Sequence[int]) -> dict[int, ChunkRecord]:
+        """Metadata (no vector) of the rows with these seqs that still exist."""
+        found: dict[int, ChunkRecord] = {}
+        for start in range(0, len(seqs), 500):
+            batch = [int(s) for s in seqs[start : start + 500]]
+            marks = ",".join("?" * len(batch))
+            for row in self._conn.execute(
+                f"SELECT {_META_COLUMNS} FROM chunks WHERE seq IN ({marks})", batch
+            ):
+                found[int(row[0])] = _decode_meta(row)
+        return found
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        with _transaction(self._conn):
+            if self._data_version() != self._known_version:
+                self._foreign_write_seen = True
+            yield
+
+
+def _connect(path: Path | None, *, create: bool) -> sqlite3.Connection:
+    try:
+        if path is None:
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        else:
+            mode = "rwc" if create else "rw"
+            conn = sqlite3.connect(
+                f"{path.resolve().as_uri()}?mode={mode}",
+                uri=True,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=30.0,
+            )
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+    except sqlite3.Error as exc:
+        raise IndexUnavailable(f"cannot open the embedded index at {path}: {exc}") from exc
+    return conn
+
+
+def _read_dimension(conn: sqlite3.Connection) -> int | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'dimension'").fetchone()
+    return None if row is None else int(row[0])
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> Iterator[None]:
+    conn.execute(begin)
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

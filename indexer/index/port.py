@@ -1,0 +1,108 @@
+"""The index port: where chunks and their vectors live, and how they are searched."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from acl.model import Acl
+from indexer.index.filters import Filter
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSpec:
+    """What an adapter needs to create a store's index."""
+
+    store_id: str
+    dimension: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRecord:
+    """One chunk as stored in the index.
+
+    ``chunk_id`` is deterministic (``f"{document_id}#{ordinal}"``), so
+    re-indexing a document overwrites rather than duplicates. ``vector`` is
+    L2-normalised float32 of the store's dimension; adapters may return hits
+    with ``vector=None``. ``acl`` is a copy of the document's ACL, used only
+    for filtering inside the search; the authoritative check happens later.
+    """
+
+    chunk_id: str
+    document_id: str
+    ordinal: int
+    text: str
+    title: str
+    source_uri: str
+    heading_path: tuple[str, ...]
+    start: int
+    end: int
+    acl: Acl
+    vector: Vector | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """A chunk and its similarity to the query.
+
+    ``score`` is cosine similarity in [-1, 1] on every adapter, so a store's
+    thresholds mean the same whichever adapter holds it.
+    """
+
+    chunk: ChunkRecord
+    score: float
+
+
+class Index(ABC):
+    """A vector index holding the chunks of one or more stores.
+
+    All methods take the store id; each store is independent. Results of
+    ``knn`` and ``exact`` are sorted by descending score, ties by chunk id,
+    and hold at most ``k`` hits, fewer only when fewer chunks match the filter.
+    """
+
+    @abstractmethod
+    def ensure(self, store: StoreSpec) -> None:
+        """Create the store's index if missing; refuse an incompatible one."""
+
+    @abstractmethod
+    def upsert(self, store_id: str, chunks: Sequence[ChunkRecord]) -> None:
+        """Write chunks. For every document that has a chunk in ``chunks``, the
+        given chunks become that document's complete set (older chunks of the
+        document are removed), atomically per document."""
+
+    @abstractmethod
+    def delete_document(self, store_id: str, document_id: str) -> None:
+        """Remove every chunk of the document (no error if there is none)."""
+
+    @abstractmethod
+    def set_document_acl(self, store_id: str, document_id: str, acl: Acl) -> None:
+        """Replace the ACL copied into every chunk of the document."""
+
+    @abstractmethod
+    def knn(self, store_id: str, vector: Vector, k: int, filter: Filter) -> list[SearchHit]:
+        """Approximate nearest neighbours among chunks matching ``filter``.
+
+        The filter is applied inside the search: when at least ``k`` chunks
+        match, ``k`` hits come back, however narrow the filter is."""
+
+    @abstractmethod
+    def exact(self, store_id: str, vector: Vector, k: int, filter: Filter) -> list[SearchHit]:
+        """Exact nearest neighbours among chunks matching ``filter``."""
+
+    @abstractmethod
+    def count(self, store_id: str, filter: Filter | None = None) -> int:
+        """Number of chunks matching ``filter`` (all chunks when ``None``)."""
+
+    @abstractmethod
+    def drop(self, store_id: str) -> None:
+        """Delete the store's index and everything in it."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources; the default does nothing."""

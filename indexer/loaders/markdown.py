@@ -1,0 +1,82 @@
+"""Markdown via markdown-it-py: headings, paragraphs, list items, code, tables."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from indexer.documents import LoadedDocument
+from indexer.loaders.base import DocumentBuilder, decode_text
+
+CONTENT_TYPE = "text/markdown"
+
+_TAG = re.compile(r"<[^>]*>")
+_SPACES = re.compile(r"[ \t]+")
+
+
+def _parser() -> MarkdownIt:
+    # CommonMark plus GFM tables; "gfm-like" would also need linkify-it-py.
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+def load_markdown(data: bytes, name: str) -> LoadedDocument:
+    """A Markdown document as plain text; titled by its first H1, else its file stem.
+
+    Inline markup is dropped (link text and image alt text stay); each list
+    item, code block and table row is a block of its own, list items keeping
+    their marker so numbered steps stay numbered.
+    """
+    builder = DocumentBuilder(name, CONTENT_TYPE)
+    tokens = _parser().parse(decode_text(data))
+    _walk(tokens, builder)
+    return builder.build(builder.first_h1)
+
+
+def _walk(tokens: Sequence[Token], builder: DocumentBuilder) -> None:
+    marker = ""  # a list item's marker, waiting for the item's first block
+    row: list[str] | None = None
+    for i, token in enumerate(tokens):
+        kind = token.type
+        if kind == "heading_open":
+            builder.heading(_inline_text(tokens[i + 1]), int(token.tag[1:]))
+            marker = ""
+        elif kind == "list_item_open":
+            marker = f"{token.info}{token.markup} " if token.info else f"{token.markup} "
+        elif kind == "paragraph_open" and row is None:
+            builder.paragraph(marker + _inline_text(tokens[i + 1]))
+            marker = ""
+        elif kind in ("fence", "code_block"):
+            builder.paragraph(marker + token.content)
+            marker = ""
+        elif kind == "html_block":
+            builder.paragraph(marker + _strip_tags(token.content))
+            marker = ""
+        elif kind == "tr_open":
+            row = []
+        elif kind == "inline" and row is not None:
+            row.append(" ".join(_inline_text(token).split()))
+        elif kind == "tr_close" and row is not None:
+            builder.paragraph(" | ".join(row))
+            row = None
+
+
+def _inline_text(token: Token) -> str:
+    """The visible text of an ``inline`` token: no emphasis, link or HTML markup."""
+    parts: list[str] = []
+    for child in token.children or ():
+        if child.type in ("text", "code_inline"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append("\n")
+        elif child.type == "image":
+            parts.append(child.content)
+    return "".join(parts)
+
+
+def _strip_tags(source: str) -> str:
+    """Raw HTML reduced to its text: tags removed, entities decoded, spaces collapsed."""
+    return _SPACES.sub(" ", html.unescape(_TAG.sub(" ", source)))

@@ -1,0 +1,295 @@
+"""The ingest pipeline: files → loaders → chunks → embeddings → index → catalog.
+
+Idempotent and resumable. A document's chunks are written to the index in one
+atomic upsert, and only then is the document (with its content hash) saved in
+the catalog; so a run killed at any point leaves each document either fully
+indexed and recorded, or not recorded, and a re-run finishes the job. Nothing
+is embedded twice for an unchanged file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from acl.errors import InvalidArgument, LoadError
+from acl.model import Acl
+from indexer.chunker import Chunker
+from indexer.documents import DocumentRecord, LoadedDocument
+from indexer.embedder import Embedder
+from indexer.index import ChunkRecord, Index
+from indexer.loaders import SUPPORTED_SUFFIXES, load_bytes, load_path
+from indexer.manifest import MANIFEST_NAME, Manifest, load_manifest
+
+log = logging.getLogger("docqa.indexer")
+
+#: Chunks embedded per model call: large enough to keep the model busy,
+#: small enough that a killed run loses little work.
+EMBED_BATCH_CHUNKS = 256
+
+
+class Catalog(Protocol):
+    """What the pipeline records about documents (the settings repository)."""
+
+    def list_documents(self, store_id: str, origin: str | None = None) -> list[DocumentRecord]: ...
+
+    def save_document(self, document: DocumentRecord) -> None: ...
+
+    def delete_document(self, store_id: str, document_id: str) -> bool: ...
+
+    def set_acl(self, store_id: str, document_id: str, acl: Acl) -> None: ...
+
+    def replace_groups(self, groups: Mapping[str, Iterable[str]], origin: str) -> None: ...
+
+
+@dataclass(slots=True)
+class IndexReport:
+    """What one run did, for people and for exit codes."""
+
+    indexed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    acl_updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    chunks: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """False only when files failed and nothing at all could be indexed."""
+        return not self.failed or bool(self.indexed or self.unchanged or self.acl_updated)
+
+
+@dataclass(slots=True)
+class _Pending:
+    document_id: str
+    content_hash: str
+    acl: Acl
+    source_uri: str
+    loaded: LoadedDocument
+    records: list[ChunkRecord]
+
+
+Progress = Callable[[int], None]
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class Ingestor:
+    """Indexes documents of one store into an index and records them in a catalog."""
+
+    def __init__(self, *, index: Index, catalog: Catalog, embedder: Embedder, store_id: str) -> None:
+        self._index = index
+        self._catalog = catalog
+        self._embedder = embedder
+        self._store_id = store_id
+        self._chunker = Chunker(embedder.tokenizer, embedder.max_tokens)
+
+    # folders ----------------------------------------------------------------------
+    def scan(self, root: Path) -> tuple[list[Path], list[str]]:
+        """Indexable files under ``root`` (sorted) and the names of skipped ones."""
+        if not root.is_dir():
+            raise InvalidArgument(f"{root} is not a folder")
+        files: list[Path] = []
+        skipped: list[str] = []
+        for folder, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(names):
+                path = Path(folder) / name
+                relative = path.relative_to(root).as_posix()
+                if name.startswith(".") or relative == MANIFEST_NAME:
+                    continue
+                if path.suffix.lower() in SUPPORTED_SUFFIXES:
+                    files.append(path)
+                else:
+                    skipped.append(relative)
+        return files, skipped
+
+    def index_folder(
+        self,
+        root: Path,
+        manifest_path: Path | None = None,
+        *,
+        progress: Progress | None = None,
+        on_total: Callable[[int], None] | None = None,
+    ) -> IndexReport:
+        """Bring the store in line with the folder: add, re-index, re-ACL, remove."""
+        root = root.resolve()
+        manifest_file = manifest_path or root / MANIFEST_NAME
+        if not manifest_file.is_file():
+            raise InvalidArgument(
+                f"no ACL manifest at {manifest_file}: create {MANIFEST_NAME} in the folder "
+                "or pass --acl-manifest (documents without a rule are readable by nobody)"
+            )
+        manifest = load_manifest(manifest_file)
+        origin = f"folder:{root}"
+        self._catalog.replace_groups(manifest.groups, origin=f"manifest:{self._store_id}:{root}")
+        files, skipped = self.scan(root)
+        report = IndexReport(skipped=skipped)
+        known = {d.id: d for d in self._catalog.list_documents(self._store_id, origin=origin)}
+        if on_total:
+            on_total(len(files))
+        seen: set[str] = set()
+        work: list[tuple[str, Path, str, Acl]] = []
+        for path in files:
+            document_id = path.relative_to(root).as_posix()
+            seen.add(document_id)
+            try:
+                digest = content_hash(path.read_bytes())
+            except OSError as exc:
+                report.failed[document_id] = f"cannot read file: {exc.strerror}"
+                if progress:
+                    progress(1)
+                continue
+            acl = manifest.acl_for(document_id)
+            previous = known.get(document_id)
+            if previous is not None and previous.content_hash == digest:
+                if previous.acl != acl:
+                    self.set_acl(document_id, acl)
+                    report.acl_updated.append(document_id)
+                else:
+                    report.unchanged.append(document_id)
+                if progress:
+                    progress(1)
+                continue
+            work.append((document_id, path, digest, acl))
+        for document_id in sorted(set(known) - seen):
+            self.delete(document_id)
+            report.removed.append(document_id)
+
+        def loaded() -> Iterator[_Pending]:
+            for document_id, path, digest, acl in work:
+                try:
+                    document = load_path(path)
+                except LoadError as exc:
+                    report.failed[document_id] = exc.message
+                    if progress:
+                        progress(1)
+                    continue
+                yield self._prepare(document_id, digest, acl, path.as_uri(), document)
+
+        for done in self._embed_and_write(loaded(), origin, report):
+            if progress:
+                progress(done)
+        return report
+
+    # single documents (API pushes) ---------------------------------------------------
+    def upsert_bytes(
+        self,
+        document_id: str,
+        data: bytes,
+        content_type: str,
+        *,
+        acl: Acl,
+        title: str | None = None,
+        source_uri: str = "",
+        origin: str = "api",
+    ) -> IndexReport:
+        """Index one document given as bytes; unchanged content only updates the ACL."""
+        report = IndexReport()
+        digest = content_hash(data)
+        existing = {d.id: d for d in self._catalog.list_documents(self._store_id)}.get(document_id)
+        if existing is not None and existing.content_hash == digest:
+            if existing.acl != acl:
+                self.set_acl(document_id, acl)
+                report.acl_updated.append(document_id)
+            else:
+                report.unchanged.append(document_id)
+            return report
+        document = load_bytes(data, content_type, document_id)
+        if title:
+            document = LoadedDocument(document.text, title, document.blocks, document.content_type)
+        pending = self._prepare(document_id, digest, acl, source_uri, document)
+        for _ in self._embed_and_write(iter([pending]), origin, report):
+            pass
+        return report
+
+    def delete(self, document_id: str) -> None:
+        """Remove a document from the index, then from the catalog."""
+        self._index.delete_document(self._store_id, document_id)
+        self._catalog.delete_document(self._store_id, document_id)
+
+    def set_acl(self, document_id: str, acl: Acl) -> None:
+        """Change the authoritative ACL first (effective at once), then the index copy."""
+        self._catalog.set_acl(self._store_id, document_id, acl)
+        self._index.set_document_acl(self._store_id, document_id, acl)
+
+    # internals ------------------------------------------------------------------------
+    def _prepare(
+        self, document_id: str, digest: str, acl: Acl, source_uri: str, document: LoadedDocument
+    ) -> _Pending:
+        drafts = self._chunker.chunk(document)
+        records = [
+            ChunkRecord(
+                chunk_id=f"{document_id}#{d.ordinal}",
+                document_id=document_id,
+                ordinal=d.ordinal,
+                text=d.text,
+                title=document.title,
+                source_uri=source_uri,
+                heading_path=d.heading_path,
+                start=d.start,
+                end=d.end,
+                acl=acl,
+            )
+            for d in drafts
+        ]
+        return _Pending(document_id, digest, acl, source_uri, document, records)
+
+    def _embed_and_write(
+        self, pending: Iterator[_Pending], origin: str, report: IndexReport
+    ) -> Iterator[int]:
+        """Embed chunks of several documents per model call; write each document whole."""
+        batch: list[_Pending] = []
+        size = 0
+        for item in pending:
+            batch.append(item)
+            size += len(item.records)
+            if size >= EMBED_BATCH_CHUNKS:
+                yield self._flush(batch, origin, report)
+                batch, size = [], 0
+        if batch:
+            yield self._flush(batch, origin, report)
+
+    def _flush(self, batch: list[_Pending], origin: str, report: IndexReport) -> int:
+        texts = [r.text for item in batch for r in item.records]
+        vectors = self._embedder.embed_documents(texts)
+        position = 0
+        for item in batch:
+            records = [
+                _with_vector(r, vectors[position + i]) for i, r in enumerate(item.records)
+            ]
+            position += len(records)
+            if records:
+                self._index.upsert(self._store_id, records)
+            else:
+                self._index.delete_document(self._store_id, item.document_id)
+            self._catalog.save_document(
+                DocumentRecord(
+                    store_id=self._store_id,
+                    id=item.document_id,
+                    title=item.loaded.title,
+                    source_uri=item.source_uri,
+                    content_hash=item.content_hash,
+                    text=item.loaded.text,
+                    acl=item.acl,
+                    origin=origin,
+                    chunk_count=len(records),
+                )
+            )
+            report.indexed.append(item.document_id)
+            report.chunks += len(records)
+        return len(batch)
+
+
+def _with_vector(record: ChunkRecord, vector: object) -> ChunkRecord:
+    from dataclasses import replace
+
+    return replace(record, vector=vector)

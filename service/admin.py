@@ -1,0 +1,151 @@
+"""Administrator operations: stores and their settings, groups, authoritative ACLs."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from acl.errors import InvalidArgument, NotFound
+from acl.model import Acl, validate_principal
+from indexer.index import Index
+from service.config import StoreDefaults
+from service.domain import Store, validate_store_id
+from service.repository import SettingsRepository
+from service.threshold import Threshold, parse_level
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSummary:
+    store: Store
+    documents: int
+    chunks: int
+
+
+def _number(name: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"{name} must be a number, got {value!r}") from None
+    if isinstance(value, bool) or not math.isfinite(number):
+        raise InvalidArgument(f"{name} must be a finite number, got {value!r}")
+    return number
+
+
+class Admin:
+    """What an administrator may change; every change is validated before it is made."""
+
+    def __init__(self, repository: SettingsRepository, index: Index | None = None) -> None:
+        self._repo = repository
+        self._index = index
+
+    # stores -------------------------------------------------------------------------
+    def store(self, store_id: str) -> Store:
+        store = self._repo.get_store(store_id)
+        if store is None:
+            raise NotFound(f"store {store_id!r} not found")
+        return store
+
+    def ensure_store(self, store_id: str, embedding_model: str, defaults: StoreDefaults) -> Store:
+        """The store, created with ``defaults`` if new; its model must match."""
+        validate_store_id(store_id)
+        store = self._repo.get_store(store_id)
+        if store is None:
+            return self._repo.create_store(
+                Store(
+                    id=store_id,
+                    name=store_id,
+                    embedding_model=embedding_model,
+                    level=defaults.level,
+                    min_threshold=defaults.min_threshold,
+                    max_threshold=defaults.max_threshold,
+                    max_chunks=defaults.max_chunks,
+                )
+            )
+        if store.embedding_model != embedding_model:
+            raise InvalidArgument(
+                f"store {store_id!r} was indexed with embedding model {store.embedding_model!r}, "
+                f"but the configured model is {embedding_model!r}"
+            )
+        return store
+
+    def summaries(self) -> list[StoreSummary]:
+        out = []
+        for store in self._repo.list_stores():
+            documents = self._repo.list_documents(store.id)
+            out.append(StoreSummary(store, len(documents), sum(d.chunk_count for d in documents)))
+        return out
+
+    def update_settings(self, store_id: str, **changes: Any) -> Store:
+        """Validate and apply setting changes (None values are ignored)."""
+        store = self.store(store_id)
+        clean: dict[str, Any] = {}
+        for key, value in changes.items():
+            if value is None:
+                continue
+            if key == "level":
+                clean[key] = parse_level(value)
+            elif key in ("min_threshold", "max_threshold"):
+                number = _number(key, value)
+                if not -1.0 <= number <= 1.0:
+                    raise InvalidArgument(f"{key} must be between -1 and 1 (cosine similarity)")
+                clean[key] = number
+            elif key == "max_chunks":
+                if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100:
+                    raise InvalidArgument("max_chunks must be an integer between 1 and 100")
+                clean[key] = value
+            elif key in ("prompt_template", "llm_model_id", "name"):
+                if not isinstance(value, str) or not value.strip():
+                    raise InvalidArgument(f"{key} must be a non-empty string")
+                if key == "prompt_template" and not ("{context}" in value and "{question}" in value):
+                    raise InvalidArgument("prompt_template must contain {context} and {question}")
+                clean[key] = value
+            else:
+                raise InvalidArgument(f"unknown store setting {key!r}")
+        Threshold(
+            clean.get("min_threshold", store.min_threshold),
+            clean.get("max_threshold", store.max_threshold),
+        )
+        if not clean:
+            return store
+        return self._repo.update_store(store_id, **clean)
+
+    # groups -----------------------------------------------------------------------------
+    def add_member(self, group: str, member: str) -> bool:
+        return self._repo.add_member(group, member)
+
+    def remove_member(self, group: str, member: str) -> bool:
+        validate_principal(group)
+        validate_principal(member)
+        if not self._repo.remove_member(group, member):
+            raise NotFound(f"{member} is not a direct member of {group}")
+        return True
+
+    # ACLs ---------------------------------------------------------------------------------
+    def find_document_store(self, document_id: str, store_id: str | None) -> str:
+        """The store holding ``document_id`` (given, or the only one that has it)."""
+        if store_id is not None:
+            self.store(store_id)
+            if self._repo.get_document(store_id, document_id) is None:
+                raise NotFound(f"document {document_id!r} not found in store {store_id!r}")
+            return store_id
+        holders = [s.id for s in self._repo.list_stores() if self._repo.get_document(s.id, document_id)]
+        if not holders:
+            raise NotFound(f"document {document_id!r} not found")
+        if len(holders) > 1:
+            raise InvalidArgument(
+                f"document {document_id!r} is in several stores ({', '.join(holders)}): name one with --store"
+            )
+        return holders[0]
+
+    def set_acl(
+        self, document_id: str, allow: Iterable[str], deny: Iterable[str], store_id: str | None = None
+    ) -> tuple[str, Acl]:
+        """Replace a document's authoritative ACL (effective on the next query), then the index copy."""
+        acl = Acl.of(allow, deny)
+        store = self.find_document_store(document_id, store_id)
+        self._repo.set_acl(store, document_id, acl)
+        if self._index is not None:
+            self._index.set_document_acl(store, document_id, acl)
+        return store, acl

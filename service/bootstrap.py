@@ -1,0 +1,150 @@
+"""The one place that wires adapters together.
+
+``build_app`` takes any adapter a caller wants to hand in (a test, a server)
+and builds the rest from configuration, lazily: nothing that is slow to start
+(the embedding model, the index) is created until first used.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from acl.checker import AccessChecker
+from acl.errors import ConfigurationError
+from indexer.embedder import Embedder
+from indexer.index import Index, StoreSpec
+from service.admin import Admin
+from service.config import Settings
+from service.engine import Limits, QueryEngine
+from service.generator import Generator
+from service.repository import SettingsRepository
+
+EmbedderFactory = Callable[[str], Embedder]
+
+
+@dataclass
+class App:
+    """The application: configuration plus its adapters, created on first use."""
+
+    settings: Settings
+    _repository: SettingsRepository | None = None
+    _index: Index | None = None
+    _generator: Generator | None = None
+    _embedder_factory: EmbedderFactory | None = None
+    _embedders: dict[str, Embedder] = field(default_factory=dict)
+    _engine: QueryEngine | None = None
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+
+    @property
+    def repository(self) -> SettingsRepository:
+        with self._lock:
+            if self._repository is None:
+                from service.sql_repository import SqlSettingsRepository
+
+                if self.settings.database.url is None:
+                    self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+                self._repository = SqlSettingsRepository.from_url(self.settings.database_url)
+            return self._repository
+
+    @property
+    def index(self) -> Index:
+        with self._lock:
+            if self._index is None:
+                from indexer.index.embedded import EmbeddedIndex
+
+                self.settings.index_dir.mkdir(parents=True, exist_ok=True)
+                self._index = EmbeddedIndex(self.settings.index_dir)
+            return self._index
+
+    @property
+    def generator(self) -> Generator:
+        with self._lock:
+            if self._generator is None:
+                from service.extractive import ExtractiveGenerator
+
+                config = self.settings.generator
+                self._generator = ExtractiveGenerator(
+                    max_sentences=config.max_sentences, context_tokens=config.context_tokens
+                )
+            return self._generator
+
+    def embedder(self, model: str | None = None) -> Embedder:
+        """The embedder of ``model`` (default: the configured one), created once."""
+        name = model or self.settings.embedding.model
+        with self._lock:
+            if name not in self._embedders:
+                if self._embedder_factory is not None:
+                    self._embedders[name] = self._embedder_factory(name)
+                else:
+                    from indexer.embedder import SentenceTransformerEmbedder
+
+                    config = self.settings.embedding
+                    self._embedders[name] = SentenceTransformerEmbedder(
+                        name, batch_size=config.batch_size, device=config.device
+                    )
+            return self._embedders[name]
+
+    @property
+    def engine(self) -> QueryEngine:
+        with self._lock:
+            if self._engine is None:
+                limits = self.settings.query
+                self._engine = QueryEngine(
+                    repository=self.repository,
+                    index=self.index,
+                    embedder_for=self.embedder,
+                    generator=self.generator,
+                    checker=AccessChecker(self.repository),
+                    limits=Limits(
+                        max_question_chars=limits.max_question_chars,
+                        max_k=limits.max_k,
+                        max_documents=limits.max_documents,
+                    ),
+                )
+            return self._engine
+
+    @property
+    def admin(self) -> Admin:
+        return Admin(self.repository, self.index)
+
+    def admin_without_index(self) -> Admin:
+        """Admin operations that never touch the index (fast start-up)."""
+        return Admin(self.repository, None)
+
+    def ingestor(self, store_id: str):  # type: ignore[no-untyped-def]
+        """An ingestor for ``store_id``, creating the store and its index if new."""
+        from indexer.pipeline import Ingestor
+
+        embedder = self.embedder()
+        store = self.admin.ensure_store(store_id, embedder.model_name, self.settings.store_defaults)
+        if store.embedding_model != embedder.model_name:  # pragma: no cover - ensure_store checks
+            raise ConfigurationError("embedding model mismatch")
+        self.index.ensure(StoreSpec(store_id, embedder.dimension))
+        return Ingestor(index=self.index, catalog=self.repository, embedder=embedder, store_id=store_id)
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+        close = getattr(self._repository, "close", None)
+        if close is not None:
+            close()
+
+
+def build_app(
+    settings: Settings,
+    *,
+    repository: SettingsRepository | None = None,
+    index: Index | None = None,
+    generator: Generator | None = None,
+    embedder_factory: EmbedderFactory | None = None,
+) -> App:
+    """Build the application from configuration and any adapters handed in."""
+    return App(
+        settings=settings,
+        _repository=repository,
+        _index=index,
+        _generator=generator,
+        _embedder_factory=embedder_factory,
+    )

@@ -1,0 +1,326 @@
+"""``docqa``: the command line. It parses, calls the application, and maps errors.
+
+The CLI is the administrator's tool on the server: ``--as USER`` acts for that
+user, with that user's principals from the directory. Commands that don't
+embed never import the embedding model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from acl.errors import DocQAError, InvalidArgument
+from service.errors import mapping_for, public_message
+
+log = logging.getLogger("docqa.cli")
+
+Handler = Callable[[argparse.Namespace, Any], int]
+
+
+def _group_principal(value: str) -> str:
+    return value if value.startswith("group:") else f"group:{value}"
+
+
+# ---------------------------------------------------------------------------- commands
+def cmd_index(args: argparse.Namespace, app: Any) -> int:
+    from tqdm import tqdm
+
+    ingestor = app.ingestor(args.store)
+    manifest = Path(args.acl_manifest) if args.acl_manifest else None
+    bar = tqdm(desc=f"indexing {args.path}", unit="file", disable=args.quiet or None, file=sys.stderr)
+    try:
+        report = ingestor.index_folder(
+            Path(args.path),
+            manifest,
+            progress=bar.update,
+            on_total=lambda n: setattr(bar, "total", n),
+        )
+    finally:
+        bar.close()
+    for name, reason in sorted(report.failed.items()):
+        print(f"skipped {name}: {reason}", file=sys.stderr)
+    print(
+        f"store {args.store}: {len(report.indexed)} indexed ({report.chunks} chunks), "
+        f"{len(report.unchanged)} unchanged, {len(report.acl_updated)} ACL updated, "
+        f"{len(report.removed)} removed, {len(report.failed)} failed"
+        + (f", {len(report.skipped)} unsupported files ignored" if report.skipped else "")
+    )
+    if not report.ok:
+        print("error: no document could be indexed", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _print_answer(answer: Any, user: str, out: TextIO) -> None:
+    if answer.answer is not None:
+        print(f"Answer for {user}:", file=out)
+        for line in answer.answer.splitlines():
+            print(f"  {line}", file=out)
+        print(file=out)
+    if answer.chunks:
+        print("Sources:", file=out)
+        for number, chunk in enumerate(answer.chunks, start=1):
+            where = " › ".join(chunk.heading_path) or chunk.title
+            score = "n/a" if chunk.score is None else f"{chunk.score:.3f}"
+            relevance = "n/a" if chunk.relevance is None else f"{chunk.relevance:.2f}"
+            print(f"  [{number}] {chunk.document_id} — {where}", file=out)
+            print(f"      score {score}  relevance {relevance}  ({chunk.source_uri})", file=out)
+            snippet = " ".join(chunk.text.split())
+            print(f"      {snippet[:200]}{'…' if len(snippet) > 200 else ''}", file=out)
+    elif answer.answer is None:
+        print("No relevant chunk found.", file=out)
+    threshold = "off" if answer.threshold is None else f"{answer.threshold:.3f} (level {answer.level})"
+    print(f"threshold {threshold} · query {answer.query_id}", file=out)
+    if answer.retry_without_threshold_allowed:
+        print("You may re-run the query with --level 0 to drop the threshold.", file=out)
+
+
+def cmd_ask(args: argparse.Namespace, app: Any) -> int:
+    from service.queries import Caller, DocumentQuery, MultiDocumentQuery, VectorQuery
+
+    caller = Caller(args.as_user)
+    caller.principal  # validates the user id before any work
+    query: Any
+    if args.document is not None and args.documents:
+        raise InvalidArgument("use either --document or --documents, not both")
+    if args.document is not None:
+        if args.max_chunks is not None:
+            raise InvalidArgument("--max-chunks does not apply to --document")
+        query = DocumentQuery(args.store, args.question, args.document, args.level, not args.no_llm)
+    elif args.documents:
+        query = MultiDocumentQuery(
+            args.store, args.question, tuple(args.documents), args.level, args.max_chunks, not args.no_llm
+        )
+    else:
+        query = VectorQuery(args.store, args.question, args.level, args.max_chunks, not args.no_llm)
+    answer = app.engine.ask(caller, query)
+    if args.json:
+        print(json.dumps(answer.to_dict(), ensure_ascii=False))
+    else:
+        _print_answer(answer, args.as_user, sys.stdout)
+    return 0
+
+
+def cmd_search(args: argparse.Namespace, app: Any) -> int:
+    from service.queries import Caller, VectorQuery
+
+    caller = Caller(args.as_user)
+    caller.principal
+    answer = app.engine.ask(
+        caller, VectorQuery(args.store, args.question, args.level, args.k, perform_llm_query=False)
+    )
+    if args.json:
+        print(json.dumps(answer.to_dict(), ensure_ascii=False))
+    else:
+        _print_answer(answer, args.as_user, sys.stdout)
+    return 0
+
+
+def _store_dict(store: Any) -> dict[str, Any]:
+    return {
+        "id": store.id,
+        "name": store.name,
+        "embedding_model": store.embedding_model,
+        "level": store.level,
+        "min_threshold": store.min_threshold,
+        "max_threshold": store.max_threshold,
+        "max_chunks": store.max_chunks,
+        "llm_model_id": store.llm_model_id,
+        "prompt_template": store.prompt_template,
+    }
+
+
+def cmd_stores(args: argparse.Namespace, app: Any) -> int:
+    summaries = app.admin_without_index().summaries()
+    if args.json:
+        print(json.dumps([
+            {**_store_dict(s.store), "documents": s.documents, "chunks": s.chunks} for s in summaries
+        ]))
+        return 0
+    if not summaries:
+        print("no stores yet: create one with 'docqa index PATH --store NAME'")
+        return 0
+    print(f"{'store':<20} {'documents':>9} {'chunks':>8} {'level':>6}  model")
+    for s in summaries:
+        print(f"{s.store.id:<20} {s.documents:>9} {s.chunks:>8} {s.store.level:>6.2f}  {s.store.embedding_model}")
+    return 0
+
+
+def cmd_settings(args: argparse.Namespace, app: Any) -> int:
+    admin = app.admin_without_index()
+    if args.action == "set":
+        store = admin.update_settings(
+            args.store,
+            level=args.level,
+            min_threshold=args.min_threshold,
+            max_threshold=args.max_threshold,
+            max_chunks=args.max_chunks,
+            prompt_template=args.prompt_template,
+            llm_model_id=args.llm_model_id,
+        )
+    else:
+        store = admin.store(args.store)
+    data = _store_dict(store)
+    if args.json:
+        print(json.dumps(data))
+    else:
+        for key, value in data.items():
+            shown = value.replace("\n", "\\n") if isinstance(value, str) else value
+            print(f"{key:<16} {shown}")
+    return 0
+
+
+def cmd_groups(args: argparse.Namespace, app: Any) -> int:
+    admin = app.admin_without_index()
+    if args.action == "list":
+        for group, members in sorted(app.repository.group_members().items()):
+            print(f"{group}: {', '.join(sorted(members))}")
+        return 0
+    group = _group_principal(args.group)
+    if args.action == "add-member":
+        added = admin.add_member(group, args.principal)
+        print(f"{args.principal} {'added to' if added else 'was already in'} {group}")
+    else:
+        admin.remove_member(group, args.principal)
+        print(f"{args.principal} removed from {group}")
+    return 0
+
+
+def cmd_acl(args: argparse.Namespace, app: Any) -> int:
+    if args.action == "set":
+        if not args.allow and not args.deny:
+            raise InvalidArgument("give --allow and/or --deny principals")
+        store, acl = app.admin.set_acl(args.document_id, args.allow or [], args.deny or [], args.store)
+    else:
+        admin = app.admin_without_index()
+        store = admin.find_document_store(args.document_id, args.store)
+        acl = app.repository.acls(store, [args.document_id])[args.document_id]
+    print(json.dumps({"store": store, "document_id": args.document_id, **acl.to_dict()}))
+    return 0
+
+
+# ---------------------------------------------------------------------------- parser
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse's own exit code 2, no traceback
+        self.print_usage(sys.stderr)
+        self.exit(2, f"error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="docqa", description="Access-controlled document question answering.")
+    parser.add_argument("--config", help="YAML configuration file (default: $DOCQA_CONFIG)")
+    parser.add_argument("--data-dir", help="data directory (default: $DOCQA_DATA_DIR or ~/.local/share/docqa)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("index", help="index a folder (txt, md, html, pdf, docx)")
+    p.add_argument("path")
+    p.add_argument("--store", required=True)
+    p.add_argument("--acl-manifest", help="ACL manifest (default: acl.yaml in the folder)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(handler=cmd_index)
+
+    for name, handler in (("ask", cmd_ask), ("search", cmd_search)):
+        p = sub.add_parser(name, help="answer a question" if name == "ask" else "scored chunks only")
+        p.add_argument("question")
+        p.add_argument("--store", required=True)
+        p.add_argument("--as", dest="as_user", required=True, metavar="USER", help="user id, e.g. alice")
+        p.add_argument("--level", help="relevancy level in [0, 1]; 0 = no threshold")
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+        if name == "ask":
+            p.add_argument("--documents", nargs="+", metavar="ID", help="MultiDocumentQuery over these")
+            p.add_argument("--document", metavar="ID", help="DocumentQuery about this document")
+            p.add_argument("--max-chunks", type=int, help="chunks to use (-1: whole documents)")
+            p.add_argument("--no-llm", action="store_true", help="scored chunks only, no answer")
+        else:
+            p.add_argument("--k", type=int, default=10, help="number of chunks (default 10)")
+        p.set_defaults(handler=handler)
+
+    p = sub.add_parser("stores", help="list stores with document and chunk counts")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_stores)
+
+    p = sub.add_parser("settings", help="show or change a store's settings")
+    p.add_argument("action", choices=["show", "set"])
+    p.add_argument("store")
+    p.add_argument("--level")
+    p.add_argument("--min-threshold")
+    p.add_argument("--max-threshold")
+    p.add_argument("--max-chunks", type=int)
+    p.add_argument("--prompt-template")
+    p.add_argument("--llm-model-id")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_settings)
+
+    p = sub.add_parser("groups", help="the group directory")
+    gsub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    for action in ("add-member", "remove-member"):
+        q = gsub.add_parser(action)
+        q.add_argument("group", help="group id or group:<id>")
+        q.add_argument("principal", help="user:<id> or group:<id>")
+    gsub.add_parser("list")
+    p.set_defaults(handler=cmd_groups)
+
+    p = sub.add_parser("acl", help="a document's authoritative ACL")
+    asub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    q = asub.add_parser("set", help="replace the ACL (effective on the next query)")
+    q.add_argument("document_id")
+    q.add_argument("--store")
+    q.add_argument("--allow", nargs="+", metavar="P", default=[])
+    q.add_argument("--deny", nargs="+", metavar="P", default=[])
+    q = asub.add_parser("show")
+    q.add_argument("document_id")
+    q.add_argument("--store")
+    p.set_defaults(handler=cmd_acl)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the process exit code (never raises, never a traceback)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
+    )
+    if args.data_dir:
+        os.environ["DOCQA_DATA_DIR"] = args.data_dir
+    app = None
+    try:
+        from service.bootstrap import build_app
+        from service.config import load_settings
+
+        app = build_app(load_settings(args.config))
+        return int(args.handler(args, app))
+    except DocQAError as exc:
+        print(f"error: {public_message(exc)}", file=sys.stderr)
+        return mapping_for(exc).exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # an internal error: say so plainly, details only on request
+        if args.debug:
+            raise
+        log.debug("internal error", exc_info=True)
+        print(f"internal error ({type(exc).__name__}); re-run with --debug for details", file=sys.stderr)
+        return mapping_for(exc).exit_code
+    finally:
+        if app is not None:
+            app.close()
+
+
+def entry() -> None:  # pragma: no cover
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""The one table that maps each DocQA error to a gRPC status, a GraphQL code and a CLI exit code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from acl.errors import (
+    ConfigurationError,
+    DeadlineExceeded,
+    DocQAError,
+    InvalidArgument,
+    LoadError,
+    NotFound,
+    PermissionDenied,
+    Unauthenticated,
+    Unavailable,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorMapping:
+    grpc_status: str  # a grpc.StatusCode member name
+    graphql_code: str
+    exit_code: int
+
+
+_TABLE: tuple[tuple[type[DocQAError], ErrorMapping], ...] = (
+    (InvalidArgument, ErrorMapping("INVALID_ARGUMENT", "BAD_USER_INPUT", 2)),
+    (LoadError, ErrorMapping("INVALID_ARGUMENT", "BAD_USER_INPUT", 2)),
+    (NotFound, ErrorMapping("NOT_FOUND", "NOT_FOUND", 3)),
+    (PermissionDenied, ErrorMapping("PERMISSION_DENIED", "FORBIDDEN", 4)),
+    (Unauthenticated, ErrorMapping("UNAUTHENTICATED", "UNAUTHENTICATED", 5)),
+    (Unavailable, ErrorMapping("UNAVAILABLE", "UNAVAILABLE", 6)),
+    (DeadlineExceeded, ErrorMapping("DEADLINE_EXCEEDED", "DEADLINE_EXCEEDED", 7)),
+    (ConfigurationError, ErrorMapping("FAILED_PRECONDITION", "CONFIGURATION_ERROR", 8)),
+)
+_INTERNAL = ErrorMapping("INTERNAL", "INTERNAL_SERVER_ERROR", 70)
+
+
+def mapping_for(error: BaseException) -> ErrorMapping:
+    """The mapping of the most specific class in the table that ``error`` is an instance of."""
+    for cls, mapping in _TABLE:
+        if isinstance(error, cls):
+            return mapping
+    return _INTERNAL
+
+
+def public_message(error: BaseException) -> str:
+    """What a caller may be told: our own message, or nothing about internals."""
+    if isinstance(error, DocQAError):
+        return error.message
+    return "internal error"

@@ -1,0 +1,133 @@
+"""The three query classes, the caller, and the answer they produce."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from acl.model import user_principal
+
+NO_RELEVANT_DOCUMENT = (
+    "I'm unable to answer your question because there is no relevant document "
+    "available to provide context."
+)
+NO_ANSWER_GENERATED = "No answer was generated; the sources found are listed below."
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is asking: a user id, groups vouched for by a verified token, and roles."""
+
+    user_id: str
+    asserted_groups: tuple[str, ...] = ()
+    is_admin: bool = False
+
+    @property
+    def principal(self) -> str:
+        return user_principal(self.user_id)
+
+
+@dataclass(frozen=True, slots=True)
+class VectorQuery:
+    """A question over the whole store (ANN with the caller's ACL inside the search)."""
+
+    store_id: str
+    question: str
+    level: float | None = None
+    max_chunks: int | None = None
+    perform_llm_query: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class MultiDocumentQuery:
+    """A question over chosen documents (exact kNN restricted to them).
+
+    ``max_chunks = -1`` sends the whole documents instead of chunks.
+    """
+
+    store_id: str
+    question: str
+    document_ids: tuple[str, ...]
+    level: float | None = None
+    max_chunks: int | None = None
+    perform_llm_query: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentQuery:
+    """A question about one document: its whole text while it fits the model's budget."""
+
+    store_id: str
+    question: str
+    document_id: str
+    level: float | None = None
+    perform_llm_query: bool = True
+
+
+Query = VectorQuery | MultiDocumentQuery | DocumentQuery
+
+
+@dataclass(frozen=True, slots=True)
+class SourceChunk:
+    """A chunk an answer is based on, with its raw score and 0-1 relevance."""
+
+    document_id: str
+    chunk_id: str
+    title: str
+    source_uri: str
+    text: str
+    heading_path: tuple[str, ...]
+    score: float | None
+    relevance: float | None
+    start: int
+    end: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "document_id": self.document_id,
+            "chunk_id": self.chunk_id,
+            "title": self.title,
+            "source_uri": self.source_uri,
+            "text": self.text,
+            "heading_path": list(self.heading_path),
+            "score": self.score,
+            "relevance": self.relevance,
+            "start": self.start,
+            "end": self.end,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What every query class returns."""
+
+    query_id: str
+    query_class: str
+    answer: str | None
+    chunks: tuple[SourceChunk, ...]
+    threshold: float | None
+    level: float | None
+    no_relevant_document: bool
+    retry_without_threshold_allowed: bool
+    model_id: str | None = None
+    llm_called: bool = False
+    input_tokens: int = 0
+    output_tokens: int = 0
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query_id": self.query_id,
+            "query_class": self.query_class,
+            "answer": self.answer,
+            "chunks": [c.to_dict() for c in self.chunks],
+            "threshold": self.threshold,
+            "level": self.level,
+            "no_relevant_document": self.no_relevant_document,
+            "retry_without_threshold_allowed": self.retry_without_threshold_allowed,
+            "model_id": self.model_id,
+            "llm_called": self.llm_called,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
+        }

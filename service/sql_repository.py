@@ -1,0 +1,329 @@
+"""The SQLAlchemy adapter of the settings repository (SQLite on a laptop, PostgreSQL in production)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    DateTime,
+    Float,
+    ForeignKeyConstraint,
+    Integer,
+    String,
+    Text,
+    create_engine,
+    delete,
+    event,
+    func,
+    select,
+)
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+
+from acl.errors import InvalidArgument, NotFound, Unavailable
+from acl.model import Acl, validate_principal
+from service.domain import DocumentRecord, Store
+from service.repository import ADMIN_ORIGIN, SettingsRepository
+
+_BATCH = 500  # ids per IN (...) clause
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class StoreRow(Base):
+    __tablename__ = "stores"
+    id: Mapped[str] = mapped_column(String(63), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    embedding_model: Mapped[str] = mapped_column(String(300))
+    level: Mapped[float] = mapped_column(Float)
+    min_threshold: Mapped[float] = mapped_column(Float)
+    max_threshold: Mapped[float] = mapped_column(Float)
+    max_chunks: Mapped[int] = mapped_column(Integer)
+    llm_model_id: Mapped[str] = mapped_column(String(300))
+    prompt_template: Mapped[str] = mapped_column(Text)
+
+
+class DocumentRow(Base):
+    __tablename__ = "documents"
+    store_id: Mapped[str] = mapped_column(String(63), primary_key=True)
+    id: Mapped[str] = mapped_column(String(1000), primary_key=True)
+    title: Mapped[str] = mapped_column(Text)
+    source_uri: Mapped[str] = mapped_column(Text)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    text: Mapped[str] = mapped_column(Text)
+    origin: Mapped[str] = mapped_column(Text)
+    chunk_count: Mapped[int] = mapped_column(Integer)
+    indexed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    __table_args__ = (
+        ForeignKeyConstraint(["store_id"], ["stores.id"], ondelete="CASCADE"),
+    )
+
+
+class AclRow(Base):
+    __tablename__ = "document_acl"
+    store_id: Mapped[str] = mapped_column(String(63), primary_key=True)
+    document_id: Mapped[str] = mapped_column(String(1000), primary_key=True)
+    principal: Mapped[str] = mapped_column(String(210), primary_key=True)
+    effect: Mapped[str] = mapped_column(String(5), primary_key=True)  # allow | deny
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["store_id", "document_id"], ["documents.store_id", "documents.id"], ondelete="CASCADE"
+        ),
+    )
+
+
+class MembershipRow(Base):
+    __tablename__ = "group_members"
+    group: Mapped[str] = mapped_column(String(210), primary_key=True)
+    member: Mapped[str] = mapped_column(String(210), primary_key=True)
+    origin: Mapped[str] = mapped_column(String(300), primary_key=True)
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; SQLite gets foreign keys, WAL and a busy timeout."""
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def _store(row: StoreRow) -> Store:
+    return Store(
+        id=row.id,
+        name=row.name,
+        embedding_model=row.embedding_model,
+        level=row.level,
+        min_threshold=row.min_threshold,
+        max_threshold=row.max_threshold,
+        max_chunks=row.max_chunks,
+        llm_model_id=row.llm_model_id,
+        prompt_template=row.prompt_template,
+    )
+
+
+_STORE_FIELDS = frozenset(
+    {"name", "level", "min_threshold", "max_threshold", "max_chunks", "llm_model_id", "prompt_template"}
+)
+
+
+class SqlSettingsRepository(SettingsRepository):
+    """Settings in any SQL database SQLAlchemy speaks."""
+
+    def __init__(self, engine: Engine, *, create: bool = True) -> None:
+        self._engine = engine
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+        if create:
+            Base.metadata.create_all(engine)
+
+    @classmethod
+    def from_url(cls, url: str) -> SqlSettingsRepository:
+        return cls(make_engine(url))
+
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        try:
+            with self._sessions.begin() as session:
+                yield session
+        except OperationalError as exc:
+            raise Unavailable(f"settings database unavailable: {exc.orig.__class__.__name__}") from None
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    # stores -----------------------------------------------------------------
+    def get_store(self, store_id: str) -> Store | None:
+        with self._session() as s:
+            row = s.get(StoreRow, store_id)
+            return _store(row) if row else None
+
+    def list_stores(self) -> list[Store]:
+        with self._session() as s:
+            return [_store(r) for r in s.scalars(select(StoreRow).order_by(StoreRow.id))]
+
+    def create_store(self, store: Store) -> Store:
+        try:
+            with self._session() as s:
+                s.add(StoreRow(**{f: getattr(store, f) for f in Store.__slots__}))
+        except IntegrityError:
+            raise InvalidArgument(f"store {store.id!r} already exists") from None
+        return store
+
+    def update_store(self, store_id: str, **changes: Any) -> Store:
+        unknown = set(changes) - _STORE_FIELDS
+        if unknown:
+            raise InvalidArgument(f"unknown store setting(s): {', '.join(sorted(unknown))}")
+        with self._session() as s:
+            row = s.get(StoreRow, store_id, with_for_update=True)
+            if row is None:
+                raise NotFound(f"store {store_id!r} not found")
+            for key, value in changes.items():
+                setattr(row, key, value)
+            return _store(row)
+
+    # documents --------------------------------------------------------------
+    def get_document(self, store_id: str, document_id: str) -> DocumentRecord | None:
+        with self._session() as s:
+            row = s.get(DocumentRow, (store_id, document_id))
+            if row is None:
+                return None
+            acl = self._acls(s, store_id, [document_id]).get(document_id, Acl())
+            return self._document(row, acl, with_text=True)
+
+    def list_documents(self, store_id: str, origin: str | None = None) -> list[DocumentRecord]:
+        with self._session() as s:
+            query = select(DocumentRow).where(DocumentRow.store_id == store_id)
+            if origin is not None:
+                query = query.where(DocumentRow.origin == origin)
+            rows = list(s.scalars(query.order_by(DocumentRow.id)).all())
+            acls = self._acls(s, store_id, [r.id for r in rows])
+            return [self._document(r, acls.get(r.id, Acl()), with_text=False) for r in rows]
+
+    def document_count(self, store_id: str) -> int:
+        with self._session() as s:
+            query = select(func.count()).select_from(DocumentRow).where(DocumentRow.store_id == store_id)
+            return int(s.scalar(query) or 0)
+
+    @staticmethod
+    def _document(row: DocumentRow, acl: Acl, *, with_text: bool) -> DocumentRecord:
+        return DocumentRecord(
+            store_id=row.store_id,
+            id=row.id,
+            title=row.title,
+            source_uri=row.source_uri,
+            content_hash=row.content_hash,
+            text=row.text if with_text else "",
+            acl=acl,
+            origin=row.origin,
+            chunk_count=row.chunk_count,
+            indexed_at=row.indexed_at,
+        )
+
+    def save_document(self, document: DocumentRecord) -> None:
+        with self._session() as s:
+            if s.get(StoreRow, document.store_id) is None:
+                raise NotFound(f"store {document.store_id!r} not found")
+            s.merge(
+                DocumentRow(
+                    store_id=document.store_id,
+                    id=document.id,
+                    title=document.title,
+                    source_uri=document.source_uri,
+                    content_hash=document.content_hash,
+                    text=document.text,
+                    origin=document.origin,
+                    chunk_count=document.chunk_count,
+                    indexed_at=datetime.now(UTC),
+                )
+            )
+            s.flush()
+            self._write_acl(s, document.store_id, document.id, document.acl)
+
+    def delete_document(self, store_id: str, document_id: str) -> bool:
+        with self._session() as s:
+            s.execute(
+                delete(AclRow).where(AclRow.store_id == store_id, AclRow.document_id == document_id)
+            )
+            result = s.execute(
+                delete(DocumentRow).where(DocumentRow.store_id == store_id, DocumentRow.id == document_id)
+            )
+            return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    # the authoritative ACL ----------------------------------------------------
+    def acls(self, store_id: str, document_ids: Iterable[str]) -> Mapping[str, Acl]:
+        with self._session() as s:
+            return self._acls(s, store_id, list(document_ids), only_existing=True)
+
+    def _acls(
+        self, s: Session, store_id: str, document_ids: list[str], *, only_existing: bool = False
+    ) -> dict[str, Acl]:
+        allow: dict[str, set[str]] = {}
+        deny: dict[str, set[str]] = {}
+        existing: set[str] = set(document_ids)
+        for i in range(0, len(document_ids), _BATCH):
+            batch = document_ids[i : i + _BATCH]
+            if only_existing:
+                present = s.scalars(
+                    select(DocumentRow.id).where(DocumentRow.store_id == store_id, DocumentRow.id.in_(batch))
+                )
+                existing.difference_update(set(batch) - set(present))
+            rows = s.execute(
+                select(AclRow.document_id, AclRow.principal, AclRow.effect).where(
+                    AclRow.store_id == store_id, AclRow.document_id.in_(batch)
+                )
+            )
+            for document_id, principal, effect in rows:
+                (allow if effect == "allow" else deny).setdefault(document_id, set()).add(principal)
+        return {
+            d: Acl(frozenset(allow.get(d, ())), frozenset(deny.get(d, ()))) for d in existing
+        }
+
+    def set_acl(self, store_id: str, document_id: str, acl: Acl) -> None:
+        with self._session() as s:
+            if s.get(DocumentRow, (store_id, document_id)) is None:
+                raise NotFound(f"document {document_id!r} not found in store {store_id!r}")
+            self._write_acl(s, store_id, document_id, acl)
+
+    @staticmethod
+    def _write_acl(s: Session, store_id: str, document_id: str, acl: Acl) -> None:
+        s.execute(delete(AclRow).where(AclRow.store_id == store_id, AclRow.document_id == document_id))
+        s.add_all(
+            [AclRow(store_id=store_id, document_id=document_id, principal=p, effect="allow") for p in acl.allow]
+            + [AclRow(store_id=store_id, document_id=document_id, principal=p, effect="deny") for p in acl.deny]
+        )
+
+    # the group directory ---------------------------------------------------------
+    def memberships(self) -> Mapping[str, frozenset[str]]:
+        parents: dict[str, set[str]] = {}
+        with self._session() as s:
+            for group, member in s.execute(select(MembershipRow.group, MembershipRow.member)):
+                parents.setdefault(member, set()).add(group)
+        return {m: frozenset(g) for m, g in parents.items()}
+
+    def group_members(self) -> Mapping[str, frozenset[str]]:
+        members: dict[str, set[str]] = {}
+        with self._session() as s:
+            for group, member in s.execute(select(MembershipRow.group, MembershipRow.member)):
+                members.setdefault(group, set()).add(member)
+        return {g: frozenset(m) for g, m in members.items()}
+
+    def add_member(self, group: str, member: str, origin: str = ADMIN_ORIGIN) -> bool:
+        group, member = _group(group), validate_principal(member)
+        with self._session() as s:
+            if s.get(MembershipRow, (group, member, origin)) is not None:
+                return False
+            s.add(MembershipRow(group=group, member=member, origin=origin))
+            return True
+
+    def remove_member(self, group: str, member: str) -> bool:
+        with self._session() as s:
+            result = s.execute(
+                delete(MembershipRow).where(MembershipRow.group == group, MembershipRow.member == member)
+            )
+            return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def replace_groups(self, groups: Mapping[str, Iterable[str]], origin: str) -> None:
+        rows = {(_group(g), validate_principal(m)) for g, members in groups.items() for m in members}
+        with self._session() as s:
+            s.execute(delete(MembershipRow).where(MembershipRow.origin == origin))
+            s.add_all([MembershipRow(group=g, member=m, origin=origin) for g, m in sorted(rows)])
+
+
+def _group(principal: str) -> str:
+    validate_principal(principal)
+    if not principal.startswith("group:"):
+        raise InvalidArgument(f"{principal!r} is not a group: groups are 'group:<id>'")
+    return principal

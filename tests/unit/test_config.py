@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from acl.errors import ConfigurationError
+from service.config import Settings, load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for key in list(__import__("os").environ):
+        if key.startswith("DOCQA_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("DOCQA_DATA_DIR", str(tmp_path))
+
+
+def test_shipped_default_file_equals_built_in_defaults() -> None:
+    assert load_settings(ROOT / "config" / "default.yaml") == Settings()
+
+
+def test_environment_wins_over_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("embedding:\n  batch_size: 8\n")
+    monkeypatch.setenv("DOCQA_EMBEDDING__BATCH_SIZE", "16")
+    assert load_settings(config).embedding.batch_size == 16
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "key"),
+    [
+        ("store_defaults:\n  level: 2\n", "store_defaults.level"),
+        ("store_defaults:\n  min_threshold: 0.9\n  max_threshold: 0.1\n", "store_defaults"),
+        ("embedding:\n  batch_size: zero\n", "embedding.batch_size"),
+        ("index:\n  backend: elastic\n", "index.backend"),
+        ("unknown_key: 1\n", "unknown_key"),
+    ],
+)
+def test_bad_values_name_the_key(tmp_path: Path, yaml_text: str, key: str) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml_text)
+    with pytest.raises(ConfigurationError, match=key.replace(".", r"\.")):
+        load_settings(config)
+
+
+def test_missing_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="does not exist"):
+        load_settings(tmp_path / "absent.yaml")
+
+
+def test_malformed_yaml(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("embedding: [unclosed\n")
+    with pytest.raises(ConfigurationError):
+        load_settings(config)

@@ -1,0 +1,179 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from acl.errors import InvalidArgument, NotFound
+from acl.model import Acl
+from indexer.index import ChunkRecord
+from service.queries import (
+    NO_RELEVANT_DOCUMENT,
+    Caller,
+    DocumentQuery,
+    MultiDocumentQuery,
+    VectorQuery,
+)
+from tests.unit.engine_world import STORE, World, make_world
+
+FINANCE = Acl.of(["group:finance"], ["user:mallory"])
+EVERYONE = Acl.of(["group:everyone"])
+
+
+@pytest.fixture
+def world() -> World:
+    w = make_world()
+    w.repo.add_member("group:finance", "user:alice")
+    w.repo.add_member("group:finance", "user:mallory")
+    w.repo.add_member("group:finance", "group:auditors")
+    w.repo.add_member("group:auditors", "user:carol")
+    w.add("q3.md", ["Revenue in the third quarter was 48 million euros.",
+                    "Operating costs rose because of the new data centre."], FINANCE)
+    w.add("vacation.md", ["Employees receive 25 days of paid vacation per year.",
+                          "Unused vacation days may be carried over until March."], EVERYONE)
+    return w
+
+
+def docs(answer) -> set[str]:  # type: ignore[no-untyped-def]
+    return {c.document_id for c in answer.chunks}
+
+
+def test_reader_gets_answer_with_scored_sources(world: World) -> None:
+    answer = world.ask("alice", VectorQuery(STORE, "What was revenue in the third quarter?"))
+    assert answer.chunks[0].document_id == "q3.md"
+    assert answer.answer is not None and "[1]" in answer.answer
+    assert answer.threshold == pytest.approx(0.1 + 0.5 * 0.5)
+    assert all(0 <= c.relevance <= 1 for c in answer.chunks)  # type: ignore[operator]
+    assert [c.score for c in answer.chunks] == sorted((c.score for c in answer.chunks), reverse=True)
+
+
+def test_nested_group_member_reads_and_deny_wins(world: World) -> None:
+    assert "q3.md" in docs(world.ask("carol", VectorQuery(STORE, "revenue third quarter", level=0)))
+    assert "q3.md" not in docs(world.ask("mallory", VectorQuery(STORE, "revenue third quarter", level=0)))
+    assert "q3.md" not in docs(world.ask("bob", VectorQuery(STORE, "revenue third quarter", level=0)))
+
+
+def test_nothing_relevant_is_the_exact_sentence_and_no_llm(world: World) -> None:
+    answer = world.ask("bob", VectorQuery(STORE, "What was revenue in the third quarter?"))
+    assert answer.answer == NO_RELEVANT_DOCUMENT
+    assert answer.no_relevant_document and answer.chunks == ()
+    assert world.generator.prompts == []
+    assert not answer.retry_without_threshold_allowed  # the whole store was in scope
+
+
+def test_one_document_in_scope_allows_retry_without_threshold(world: World) -> None:
+    answer = world.ask("alice", MultiDocumentQuery(STORE, "photosynthesis in plants", ("vacation.md",)))
+    assert answer.answer == NO_RELEVANT_DOCUMENT and answer.retry_without_threshold_allowed
+    retry = world.ask("alice", MultiDocumentQuery(STORE, "photosynthesis in plants", ("vacation.md",), level=0.0))
+    assert retry.threshold is None and docs(retry) == {"vacation.md"}
+
+
+def test_level_null_uses_store_level_and_store_level_changes_apply(world: World) -> None:
+    world.repo.update_store(STORE, level=0.2)
+    answer = world.ask("alice", VectorQuery(STORE, "vacation days"))
+    assert answer.level == 0.2 and answer.threshold == pytest.approx(0.1 + 0.2 * 0.5)
+
+
+@pytest.mark.parametrize("level", [-0.1, 1.5, math.nan, "high", True])
+def test_bad_level_runs_nothing(world: World, level: object) -> None:
+    before = world.embedder.calls
+    with pytest.raises(InvalidArgument):
+        world.ask("alice", VectorQuery(STORE, "revenue", level=level))  # type: ignore[arg-type]
+    assert world.embedder.calls == before and world.generator.prompts == []
+
+
+@pytest.mark.parametrize("question", ["", "   ", "x" * 4001])
+def test_bad_question_is_refused(world: World, question: str) -> None:
+    with pytest.raises(InvalidArgument, match="question"):
+        world.ask("alice", VectorQuery(STORE, question))
+
+
+def test_unknown_store(world: World) -> None:
+    with pytest.raises(NotFound, match="store 'nope' not found"):
+        world.ask("alice", VectorQuery("nope", "revenue"))
+
+
+def test_unreadable_document_is_indistinguishable_from_missing(world: World) -> None:
+    with pytest.raises(NotFound) as hidden:
+        world.ask("bob", DocumentQuery(STORE, "revenue", "q3.md"))
+    with pytest.raises(NotFound) as missing:
+        world.ask("bob", DocumentQuery(STORE, "revenue", "q4.md"))
+    assert str(hidden.value).replace("q3.md", "X") == str(missing.value).replace("q4.md", "X")
+    with pytest.raises(NotFound):
+        world.ask("bob", MultiDocumentQuery(STORE, "revenue", ("vacation.md", "q3.md")))
+
+
+def test_revocation_in_the_authoritative_acl_hides_at_once(world: World) -> None:
+    assert "q3.md" in docs(world.ask("alice", VectorQuery(STORE, "revenue third quarter", level=0)))
+    world.repo.set_acl(STORE, "q3.md", Acl.of(["user:carol"]))  # index copy left stale on purpose
+    answer = world.ask("alice", VectorQuery(STORE, "revenue third quarter", level=0))
+    assert "q3.md" not in docs(answer)
+    assert all("48 million" not in p.render() for p in world.generator.prompts[-1:])
+
+
+def test_group_removal_hides_at_once(world: World) -> None:
+    world.repo.remove_member("group:auditors", "user:carol")
+    assert "q3.md" not in docs(world.ask("carol", VectorQuery(STORE, "revenue third quarter", level=0)))
+
+
+def test_document_query_sends_whole_text_without_threshold(world: World) -> None:
+    answer = world.ask("alice", DocumentQuery(STORE, "photosynthesis", "vacation.md"))
+    assert answer.threshold is None and len(answer.chunks) == 1
+    assert answer.chunks[0].text == "\n\n".join(world.docs["vacation.md"])
+    assert world.generator.prompts[-1].chunks[0].text == answer.chunks[0].text
+
+
+def test_document_query_falls_back_to_chunks_when_too_long() -> None:
+    w = make_world(context_tokens=600)
+    long_paragraphs = [f"Paragraph {i} about vacation planning and rest days. " * 6 for i in range(40)]
+    w.add("long.md", long_paragraphs, EVERYONE)
+    answer = w.ask("bob", DocumentQuery(STORE, "vacation planning", "long.md"))
+    assert answer.threshold is not None
+    assert 1 <= len(answer.chunks) <= 4 and all(c.chunk_id != "long.md#all" for c in answer.chunks)
+
+
+def test_multi_document_whole_documents(world: World) -> None:
+    answer = world.ask("alice", MultiDocumentQuery(STORE, "vacation", ("vacation.md", "q3.md"),
+                                                   level=0, max_chunks=-1))
+    assert {c.chunk_id for c in answer.chunks} == {"vacation.md#all", "q3.md#all"}
+
+
+def test_no_llm_returns_chunks_only(world: World) -> None:
+    answer = world.ask("alice", VectorQuery(STORE, "revenue third quarter", perform_llm_query=False))
+    assert answer.answer is None and answer.chunks and world.generator.prompts == []
+
+
+def test_max_chunks_bounds(world: World) -> None:
+    for bad in (0, -1, 101):
+        with pytest.raises(InvalidArgument):
+            world.ask("alice", VectorQuery(STORE, "revenue", max_chunks=bad))
+
+
+def test_narrow_access_still_fills_k() -> None:
+    """0.5 % of 20,000 chunks readable: the search still returns k of them."""
+    w = make_world(max_chunks=10, dimension=16)
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(20_000, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    readable = set(rng.choice(20_000, size=100, replace=False).tolist())
+    from indexer.documents import DocumentRecord
+
+    records = []
+    for i in range(20_000):
+        acl = Acl.of(["user:few"]) if i in readable else Acl.of(["group:others"])
+        records.append(ChunkRecord(f"d{i}#0", f"d{i}", 0, f"text {i}", f"d{i}", "", (), 0, 6, acl, vectors[i]))
+        if i in readable:  # the others are never returned by the filtered search
+            w.repo.save_document(DocumentRecord(STORE, f"d{i}", f"d{i}", "", "h", f"text {i}", acl))
+    w.index.upsert(STORE, records)
+    query = vectors[0]
+
+    class Fixed(type(w.embedder)):  # type: ignore[misc]
+        def embed_query(self, text: str):  # type: ignore[no-untyped-def]
+            return query
+
+    fixed = Fixed(dimension=16)
+    engine = type(w.engine)(repository=w.repo, index=w.index, embedder_for=lambda _: fixed, generator=w.generator)
+    answer = engine.ask(Caller("few"), VectorQuery(STORE, "anything", level=0, max_chunks=10))
+    assert len(answer.chunks) == 10
+    assert {int(c.document_id[1:]) for c in answer.chunks} <= readable

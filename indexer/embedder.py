@@ -149,6 +149,8 @@ class SentenceTransformerEmbedder(Embedder):
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
                 from sentence_transformers import SentenceTransformer
 
                 try:

@@ -26,6 +26,16 @@ _STOPWORDS = frozenset(
 
 EXTRACTIVE_MODEL_ID = "extractive"
 
+#: A further sentence is quoted only if it scores at least this share of the best.
+_KEEP_RATIO = 0.5
+_SENTENCE_ENDS = frozenset(".!?\"'”")
+
+
+def _is_prose(sentence: str) -> bool:
+    """A sentence worth quoting: not a bare heading or a fragment."""
+    words = sentence.split()
+    return len(sentence) >= 12 and (sentence.rstrip()[-1:] in _SENTENCE_ENDS or len(words) >= 8)
+
 
 def _stem(word: str) -> str:
     word = word.lower().strip("'-")
@@ -60,17 +70,20 @@ class ExtractiveGenerator(Generator):
             rank_weight = 1.0 / (1.0 + 0.15 * rank)
             for position, sentence in enumerate(split_sentences(chunk.text)):
                 words = content_terms(sentence)
-                if not words or len(sentence) < 12:
+                if not words or not _is_prose(sentence):
                     continue
                 overlap = len(question & words) / max(1, len(question))
-                score = (overlap + 0.05) * rank_weight
-                candidates.append((score, chunk.citation, position, sentence))
+                candidates.append((overlap * rank_weight, chunk.citation, position, sentence))
         if not candidates:
             return Completion(text="", model_id=self.model_id, stop_reason="no_sentences")
         candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
+        best = candidates[0][0]
         chosen: list[tuple[float, int, int, str]] = []
         seen: set[str] = set()
         for candidate in candidates:
+            # The best sentence always; others only while they are nearly as good.
+            if chosen and (candidate[0] <= 0 or candidate[0] < _KEEP_RATIO * best):
+                break
             if candidate[3] in seen:
                 continue
             seen.add(candidate[3])

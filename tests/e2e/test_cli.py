@@ -1,0 +1,144 @@
+"""The CLI as a user runs it: real processes, the packaged model, the sample corpus."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCQA = [sys.executable, "-m", "service.cli"]
+QUESTION = "What was the revenue in the third quarter?"
+
+
+def run(data_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DOCQA_DATA_DIR": str(data_dir)}
+    env.pop("DOCQA_CONFIG", None)
+    result = subprocess.run([*DOCQA, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert "Traceback" not in result.stderr, result.stderr
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def ask(data_dir: Path, user: str, *extra: str) -> dict[str, Any]:
+    out = run(data_dir, "ask", QUESTION, "--store", "acme", "--as", user, "--json", *extra).stdout
+    return json.loads(out)  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("corpus") / "acme"
+    shutil.copytree(ROOT / "examples" / "acme", target)
+    return target
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory, corpus: Path) -> Path:
+    data = tmp_path_factory.mktemp("data")
+    result = run(data, "index", str(corpus), "--store", "acme", "--quiet")
+    assert "7 indexed" in result.stdout
+    return data
+
+
+def test_two_users_two_answers(data_dir: Path) -> None:
+    alice = ask(data_dir, "alice")
+    assert alice["chunks"][0]["document_id"] == "finance/q3-results.md"
+    assert "48.2 million" in alice["answer"]
+    for chunk in alice["chunks"]:
+        assert set(chunk) >= {"document_id", "chunk_id", "title", "source_uri", "text", "score", "relevance"}
+    bob = ask(data_dir, "bob")
+    assert all(not c["document_id"].startswith("finance/") for c in bob["chunks"])
+    assert "48.2" not in json.dumps(bob)
+
+
+def test_human_output_lists_numbered_sources(data_dir: Path) -> None:
+    out = run(data_dir, "ask", QUESTION, "--store", "acme", "--as", "alice").stdout
+    assert "Answer for alice:" in out and "[1] finance/q3-results.md" in out
+
+
+def test_rerun_is_a_no_op(data_dir: Path, corpus: Path) -> None:
+    result = run(data_dir, "index", str(corpus), "--store", "acme", "--quiet")
+    assert "0 indexed" in result.stdout and "7 unchanged" in result.stdout
+
+
+def test_search_returns_chunks_only(data_dir: Path) -> None:
+    out = json.loads(run(data_dir, "search", "carry over vacation days", "--store", "acme",
+                         "--as", "bob", "--k", "3", "--json").stdout)
+    assert out["answer"] is None and 1 <= len(out["chunks"]) <= 3
+    assert out["chunks"][0]["document_id"] == "handbook/vacation-policy.md"
+
+
+def test_document_query_and_unreadable_document(data_dir: Path) -> None:
+    whole = ask(data_dir, "alice", "--document", "finance/q3-results.md")
+    assert len(whole["chunks"]) == 1 and whole["threshold"] is None
+    hidden = run(data_dir, "ask", QUESTION, "--store", "acme", "--as", "bob", "--document",
+                 "finance/q3-results.md", check=False)
+    missing = run(data_dir, "ask", QUESTION, "--store", "acme", "--as", "bob", "--document",
+                  "finance/q4-results.md", check=False)
+    assert hidden.returncode == missing.returncode == 3
+    assert hidden.stderr.replace("q3", "qN") == missing.stderr.replace("q4", "qN")
+
+
+def test_bad_input_is_one_line_and_non_zero(data_dir: Path) -> None:
+    for args in (["ask", QUESTION, "--store", "acme", "--as", "alice", "--level", "1.5"],
+                 ["ask", QUESTION, "--store", "acme", "--as", "alice", "--level", "nan"],
+                 ["ask", QUESTION, "--store", "acme", "--as", "alice", "--level", "high"],
+                 ["ask", "   ", "--store", "acme", "--as", "alice"],
+                 ["settings", "set", "acme", "--level", "-1"]):
+        result = run(data_dir, *args, check=False)
+        assert result.returncode == 2 and result.stderr.startswith("error:"), (args, result.stderr)
+    result = run(data_dir, "ask", QUESTION, "--store", "nope", "--as", "alice", check=False)
+    assert result.returncode == 3 and "store 'nope' not found" in result.stderr
+
+
+def test_settings_level_changes_threshold(data_dir: Path) -> None:
+    run(data_dir, "settings", "set", "acme", "--level", "0.2")
+    assert ask(data_dir, "alice")["threshold"] == pytest.approx(0.1 + 0.2 * 0.5)
+    shown = json.loads(run(data_dir, "settings", "show", "acme", "--json").stdout)
+    assert shown["level"] == 0.2
+    run(data_dir, "settings", "set", "acme", "--level", "0.5")
+
+
+def test_revocation_and_group_change_apply_on_the_next_query(data_dir: Path) -> None:
+    assert any(c["document_id"].startswith("finance/") for c in ask(data_dir, "carol")["chunks"])
+    run(data_dir, "groups", "remove-member", "auditors", "user:carol")
+    assert not any(c["document_id"].startswith("finance/") for c in ask(data_dir, "carol")["chunks"])
+    run(data_dir, "groups", "add-member", "auditors", "user:carol")
+    run(data_dir, "acl", "set", "finance/q3-results.md", "--allow", "user:carol")
+    assert not any(c["document_id"] == "finance/q3-results.md" for c in ask(data_dir, "alice")["chunks"])
+    assert any(c["document_id"] == "finance/q3-results.md" for c in ask(data_dir, "carol")["chunks"])
+    run(data_dir, "acl", "set", "finance/q3-results.md", "--allow", "group:finance", "--deny", "user:mallory")
+
+
+def test_stores_lists_counts_without_loading_the_model(data_dir: Path) -> None:
+    out = run(data_dir, "stores").stdout
+    assert "acme" in out and " 7 " in out
+    probe = ("import sys; from service.cli import main; code = main(['stores']);"
+             "print(code, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)")
+    env = {**os.environ, "DOCQA_DATA_DIR": str(data_dir)}
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert result.stdout.strip().splitlines()[-1] == "0 False False"
+
+
+def test_corrupt_files_are_skipped_by_name(tmp_path: Path, corpus: Path) -> None:
+    folder = tmp_path / "mixed"
+    shutil.copytree(corpus, folder)
+    (folder / "handbook" / "broken.pdf").write_bytes(b"%PDF-1.4 garbage")
+    (folder / "handbook" / "broken.docx").write_bytes(b"garbage")
+    result = run(tmp_path / "data", "index", str(folder), "--store", "mixed", "--quiet")
+    assert "skipped handbook/broken.pdf" in result.stderr and "skipped handbook/broken.docx" in result.stderr
+    assert "7 indexed" in result.stdout
+
+    only_bad = tmp_path / "bad"
+    only_bad.mkdir()
+    (only_bad / "acl.yaml").write_text("documents:\n  - match: '**'\n    allow: [group:everyone]\n")
+    (only_bad / "x.pdf").write_bytes(b"nope")
+    result = run(tmp_path / "data", "index", str(only_bad), "--store", "bad", "--quiet", check=False)
+    assert result.returncode != 0 and "skipped x.pdf" in result.stderr

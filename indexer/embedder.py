@@ -58,7 +58,8 @@ class Embedder(ABC):
 
     def embed_query(self, text: str) -> Vector:
         """The vector of one question."""
-        return self.embed_documents([text])[0]
+        vector: Vector = self.embed_documents([text])[0]
+        return vector
 
 
 class HFTokenizer:

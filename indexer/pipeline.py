@@ -13,7 +13,7 @@ import hashlib
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -23,8 +23,9 @@ from indexer.chunker import Chunker
 from indexer.documents import DocumentRecord, LoadedDocument
 from indexer.embedder import Embedder
 from indexer.index import ChunkRecord, Index
+from indexer.index.port import Vector
 from indexer.loaders import SUPPORTED_SUFFIXES, load_bytes, load_path
-from indexer.manifest import MANIFEST_NAME, Manifest, load_manifest
+from indexer.manifest import MANIFEST_NAME, load_manifest
 
 log = logging.getLogger("docqa.indexer")
 
@@ -289,7 +290,5 @@ class Ingestor:
         return len(batch)
 
 
-def _with_vector(record: ChunkRecord, vector: object) -> ChunkRecord:
-    from dataclasses import replace
-
+def _with_vector(record: ChunkRecord, vector: Vector) -> ChunkRecord:
     return replace(record, vector=vector)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from acl.errors import DocQAError, InvalidArgument
+from acl.model import user_principal
 from service.errors import mapping_for, public_message
 
 log = logging.getLogger("docqa.cli")
@@ -86,7 +87,7 @@ def cmd_ask(args: argparse.Namespace, app: Any) -> int:
     from service.queries import Caller, DocumentQuery, MultiDocumentQuery, VectorQuery
 
     caller = Caller(args.as_user)
-    caller.principal  # validates the user id before any work
+    user_principal(args.as_user)  # validates the user id before any work
     query: Any
     if args.document is not None and args.documents:
         raise InvalidArgument("use either --document or --documents, not both")
@@ -112,7 +113,7 @@ def cmd_search(args: argparse.Namespace, app: Any) -> int:
     from service.queries import Caller, VectorQuery
 
     caller = Caller(args.as_user)
-    caller.principal
+    user_principal(args.as_user)
     answer = app.engine.ask(
         caller, VectorQuery(args.store, args.question, args.level, args.k, perform_llm_query=False)
     )

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import math
 import os
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
-
-from contextvars import ContextVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
@@ -25,7 +24,6 @@ from pydantic_settings import (
 )
 
 from acl.errors import ConfigurationError
-
 
 _YAML_FILE: ContextVar[str | None] = ContextVar("docqa_yaml_file", default=None)
 

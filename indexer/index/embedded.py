@@ -28,6 +28,7 @@ from indexer.index.embedded_search import Planner, Vector32, exact_candidates, r
 from indexer.index.embedded_sqlite import ChunkTable
 from indexer.index.embedded_store import OpenStore
 from indexer.index.filters import Filter, validate
+from indexer.index.hnsw_policy import EfPolicy
 from indexer.index.port import ChunkRecord, Index, SearchHit, StoreSpec, Vector
 
 _RETRIES = 3
@@ -42,6 +43,7 @@ class EmbeddedStats:
     tombstones: int
     graph_rows: int
     graph_builds: int
+    ef_policy: EfPolicy
     last_plan: str | None
     plans: dict[str, int]
 
@@ -137,6 +139,7 @@ class EmbeddedIndex(Index):
                 tombstones=store.rows.dead,
                 graph_rows=0 if graph is None else graph.ntotal,
                 graph_builds=store.keeper.builds,
+                ef_policy=store.keeper.policy,
                 last_plan=store.last_plan,
                 plans=dict(store.plans),
             )
@@ -275,17 +278,19 @@ class EmbeddedIndex(Index):
     ) -> _Outcome:
         mask = filter_mask(filter_, rows)
         allowed: Rows = np.flatnonzero(mask)
-        saving = self._planner.hnsw_saving_us(k, len(allowed), rows.n) if approximate else 0.0
-        graph = store.keeper.graph_for(rows) if saving > 0 else None
-        if graph is None:
+        graph = store.keeper.graph_for(rows)
+        policy = store.keeper.policy if graph is None or graph.policy is None else graph.policy
+        ef, saving = (0, 0.0)
+        if approximate:
+            ef, saving = self._planner.choose(k, len(allowed), rows.n, policy)
+        if graph is None or not ef:
             candidates = exact_candidates(rows.vectors, allowed, query, k)
             return _Outcome(
                 "exact", rank(rows.vectors, candidates, query, k, rows.chunk_ids), saving
             )
         covered = graph.ntotal
         split = int(np.searchsorted(allowed, covered))
-        in_graph, tail = allowed[:split], allowed[split:]
-        ef = self._planner.ef(k, len(in_graph), covered)
+        tail = allowed[split:]
         found = graph.search(query, k, mask[:covered], ef) if split else allowed[:0]
         if len(found) < min(k, split):
             plan, candidates = "hnsw+exact", exact_candidates(rows.vectors, allowed, query, k)

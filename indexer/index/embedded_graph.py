@@ -4,8 +4,10 @@ The graph is bought, not assumed: until one exists, queries that HNSW would
 have served faster run exactly and add the time HNSW would have saved to a
 debt; when the debt reaches the estimated build cost the graph is built
 (rent-or-buy, so a store that is rarely searched broadly never pays for one).
-The initial build runs off the lock over an immutable snapshot of the rows;
-rows appended later are added in small slices under the store's write lock.
+The initial build runs off the lock over an immutable snapshot of the rows,
+then the graph is calibrated (``hnsw_policy``) before it serves a query; a
+graph that cannot reach the recall target is dropped and not bought again.
+Rows appended later are added in small slices under the store's write lock.
 Rows not yet in the graph are searched exactly, so answers never wait for it.
 """
 
@@ -23,12 +25,15 @@ import numpy.typing as npt
 from indexer.index.embedded_rows import RowTable
 from indexer.index.embedded_search import Planner
 from indexer.index.hnsw import HnswGraph
+from indexer.index.hnsw_policy import DISABLED, calibrate, holdout_rows
 from indexer.index.rwlock import RWLock
 
 log = logging.getLogger(__name__)
 
 _BUILD_SLICE = 8192  # rows per add() while building off the lock (stop checks between)
 _EXTEND_SLICE = 256  # rows per add() under the write lock (bounds a query's wait)
+_REBUILD_GROWTH = 2.0  # rebuild (and so recalibrate) once the graph doubled since its build
+_CALIBRATION_K = 10
 
 _keepers: weakref.WeakSet[GraphKeeper] = weakref.WeakSet()
 
@@ -51,6 +56,7 @@ class GraphKeeper:
         self._debt_us = 0.0
         self._wanted = False
         self.builds = 0
+        self.policy = planner.default_policy()  # the last graph's (assumed before any)
         self._work_lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self._stop = threading.Event()
@@ -70,9 +76,12 @@ class GraphKeeper:
     def note_query(self, host: GraphHost, saving_us: float, used_graph: bool) -> None:
         """Account for a finished query; start graph work when it has become worth it.
 
-        Call without holding the store's lock.
+        ``saving_us`` is what HNSW would have saved under ``policy``. Call
+        without holding the store's lock.
         """
         rows = host.rows
+        if self.policy is DISABLED:
+            return
         if not used_graph and saving_us > 0:
             self._debt_us += saving_us
             if self._debt_us >= self._planner.build_cost_us_per_row * rows.n:
@@ -82,9 +91,13 @@ class GraphKeeper:
 
     def _needs_work(self, rows: RowTable) -> bool:
         graph = self.graph_for(rows)
-        if graph is None:
+        if graph is None or self._outgrown(graph):
             return rows.n >= self._planner.min_graph_rows
         return rows.n - graph.ntotal >= self._planner.tail_rows
+
+    @staticmethod
+    def _outgrown(graph: HnswGraph) -> bool:
+        return graph.ntotal >= _REBUILD_GROWTH * max(graph.calibrated_rows, 1)
 
     def _schedule(self, host: GraphHost) -> None:
         if not self._background:
@@ -115,12 +128,12 @@ class GraphKeeper:
                     rows = host.rows
                     graph = self.graph_for(rows)
                     generation, count, vectors = rows.generation, rows.n, rows.vectors
-                if graph is None:
-                    if count < self._planner.min_graph_rows:
+                    if graph is not None and graph.ntotal >= count and not self._outgrown(graph):
+                        return
+                if graph is None or self._outgrown(graph):
+                    if count < self._planner.min_graph_rows or self.policy is DISABLED:
                         return
                     self._build(host, generation, count, vectors)
-                elif graph.ntotal >= count:
-                    return
                 else:
                     self._extend(host, graph)
 
@@ -130,15 +143,53 @@ class GraphKeeper:
         # Rows 0..count-1 of this generation never change, so the snapshot can
         # be read without the lock while writers append behind it.
         graph = HnswGraph(host.rows.dimension)
+        held_out = holdout_rows(count) if self._planner.calibrate else 0
         for start in range(0, count, _BUILD_SLICE):
             if self._stop.is_set() or host.rows.generation != generation:
                 return
-            graph.add(vectors[start : min(count, start + _BUILD_SLICE)])
+            stop = min(count, start + _BUILD_SLICE)
+            if start < count - held_out <= stop:
+                graph.add(vectors[start : count - held_out])
+                self._calibrate(graph, vectors, held_out=vectors[count - held_out : count])
+                graph.add(vectors[count - held_out : stop])
+            else:
+                graph.add(vectors[start:stop])
+        if not held_out:
+            self._calibrate(graph, vectors, held_out=None)
         with host.lock.write():
             if host.rows.generation == generation:
-                self._graph, self._generation = graph, generation
-                self._debt_us = 0.0
                 self.builds += 1
+                self._debt_us = 0.0
+                if graph.policy is not DISABLED:
+                    self._graph, self._generation = graph, generation
+                else:
+                    log.warning(
+                        "HNSW graph of %d rows misses recall %.2f at every efSearch up to %d;"
+                        " searching exactly instead",
+                        count,
+                        self._planner.recall_target,
+                        self._planner.ef_max,
+                    )
+
+    def _calibrate(
+        self,
+        graph: HnswGraph,
+        vectors: npt.NDArray[np.float32],
+        held_out: npt.NDArray[np.float32] | None,
+    ) -> None:
+        if held_out is None:  # calibration off, or too few rows to calibrate on
+            graph.policy = self._planner.default_policy()
+        else:
+            graph.policy = calibrate(
+                graph,
+                vectors[: graph.ntotal],
+                held_out,
+                _CALIBRATION_K,
+                self._planner.recall_target,
+                self._planner.ef_max,
+            )
+        graph.calibrated_rows = graph.ntotal + (0 if held_out is None else len(held_out))
+        self.policy = graph.policy
 
     def _extend(self, host: GraphHost, graph: HnswGraph) -> None:
         with host.lock.write():

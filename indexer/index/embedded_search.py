@@ -2,14 +2,16 @@
 
 The cost model's constants were measured on the 2-core development machine
 with 384-d clustered vectors (``bench/retrieval.py``): scoring one allowed row
-exactly costs ~0.15 µs (faiss ``fvec_inner_products_by_idx``, no gather copy);
-filtered HNSW costs ~2.3 µs per unit of efSearch; and recall@10 under a filter
-of selectivity ``s`` stays ≥ 0.98 with ``efSearch ≈ 12·k/s``.
+exactly costs ~0.12 µs (faiss ``fvec_inner_products_by_idx``, no gather copy;
+up to ~0.35 µs for sparse rows at 1M); filtered HNSW costs ~3 µs per unit of
+efSearch; so at 100k rows exact wins below ~17 % selectivity. The efSearch a
+filter needs comes from the graph's calibration (``hnsw_policy``); before a
+graph exists the planner assumes ``efSearch = 12·k/s``, which held recall@10
+≥ 0.98 at 100k rows.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from indexer.index.embedded_rows import Rows
+from indexer.index.hnsw_policy import EfPolicy
 
 Vector32 = npt.NDArray[np.float32]
 
@@ -29,34 +32,36 @@ _TIE_SLACK = 1e-5
 class Planner:
     """When to search exactly, when to use the HNSW graph, and when to build it."""
 
-    exact_row_cost_us: float = 0.15
-    hnsw_ef_cost_us: float = 2.3
+    exact_row_cost_us: float = 0.125
+    hnsw_ef_cost_us: float = 3.0
     ef_per_k_over_selectivity: float = 12.0
     ef_min: int = 64
     ef_max: int = 4096
-    build_cost_us_per_row: float = 150.0
+    calibrate: bool = True
+    recall_target: float = 0.99
+    build_cost_us_per_row: float = 250.0
     min_graph_rows: int = 2048
     tail_rows: int = 4096
     tombstone_ratio: float = 0.3
 
-    def ef(self, k: int, allowed: int, total: int) -> int:
-        """efSearch for a filter that lets ``allowed`` of ``total`` graph rows through."""
-        selectivity = max(allowed, 1) / max(total, 1)
-        needed = math.ceil(self.ef_per_k_over_selectivity * k / selectivity)
-        return max(self.ef_min, k, needed)
+    def default_policy(self) -> EfPolicy:
+        """The efSearch policy assumed before (or instead of) calibration."""
+        return EfPolicy(self.ef_min, self.ef_per_k_over_selectivity)
 
-    def hnsw_saving_us(self, k: int, allowed: int, total: int) -> float:
-        """Estimated µs HNSW would save over exact search (≤ 0: exact is the better plan).
+    def choose(self, k: int, allowed: int, total: int, policy: EfPolicy) -> tuple[int, float]:
+        """(efSearch, estimated µs saved over exact) when HNSW should serve; (0, 0.0) if not.
 
-        Exact wins when few rows are allowed, and also whenever the efSearch
-        that keeps recall would exceed ``ef_max``.
+        Exact wins when few rows are allowed, when the filter is narrower
+        than the graph was calibrated for, and when the efSearch that keeps
+        recall would exceed ``ef_max``.
         """
         if total < self.min_graph_rows or allowed <= k:
-            return 0.0
-        ef = self.ef(k, allowed, total)
-        if ef > self.ef_max:
-            return 0.0
-        return self.exact_row_cost_us * allowed - self.hnsw_ef_cost_us * ef
+            return 0, 0.0
+        ef = policy.ef(k, allowed / total)
+        if ef is None or ef > self.ef_max:
+            return 0, 0.0
+        saving = self.exact_row_cost_us * allowed - self.hnsw_ef_cost_us * ef
+        return (ef, saving) if saving > 0 else (0, 0.0)
 
 
 def exact_candidates(vectors: Vector32, rows: Rows, query: Vector32, k: int) -> Rows:

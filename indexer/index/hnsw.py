@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import faiss
 import numpy as np
 import numpy.typing as npt
 
 from indexer.index.embedded_rows import Mask, Rows
 
+if TYPE_CHECKING:
+    from indexer.index.hnsw_policy import EfPolicy
+
 M = 16
-EF_CONSTRUCTION = 40
+EF_CONSTRUCTION = 120  # 40 (faiss default) capped recall@10 near 0.93 at 1M rows; 120 reached 0.99+
 
 
 class HnswGraph:
@@ -22,6 +27,8 @@ class HnswGraph:
     def __init__(self, dimension: int, m: int = M, ef_construction: int = EF_CONSTRUCTION) -> None:
         self._index = faiss.IndexHNSWFlat(dimension, m, faiss.METRIC_INNER_PRODUCT)
         self._index.hnsw.efConstruction = ef_construction
+        self.policy: EfPolicy | None = None  # set by calibration, before the graph is used
+        self.calibrated_rows = 0
 
     @property
     def ntotal(self) -> int:

@@ -13,12 +13,14 @@ from indexer.index.port import Index
 from tests.contract.index_contract import IndexContract
 from tests.fakes import FakeIndex
 
-# Makes HNSW look cheap and free to build, so every broad knn walks the graph
-# (and the graph is extended after every write): the contract then covers the
-# graph path, its bitmap filter, its tail of unindexed rows and its fallback.
+# Makes HNSW look cheap, free to build and trusted at any selectivity, so every
+# knn with more than k matches walks the graph (extended after every write): the
+# contract then covers the graph path, its bitmap filter, its tail of unindexed
+# rows and its fallback to exact.
 ALWAYS_HNSW = Planner(
     exact_row_cost_us=1000.0,
     ef_max=1_000_000,
+    calibrate=False,
     build_cost_us_per_row=0.0,
     min_graph_rows=1,
     tail_rows=1,

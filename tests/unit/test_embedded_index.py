@@ -219,12 +219,28 @@ def test_small_store_never_builds_a_graph(index: EmbeddedIndex) -> None:
 def test_broad_filters_use_hnsw_and_narrow_ones_exact(index: EmbeddedIndex) -> None:
     index.upsert(STORE, corpus(6000))
     index.prepare(STORE)
-    assert index.stats(STORE).graph_rows == 6000
+    stats = index.stats(STORE)
+    assert stats.graph_rows == 6000 and stats.ef_policy.min_selectivity <= 0.05
     queries = random_vectors(30, seed=21)
     assert recall(index, EVERYONE, queries) >= 0.98
     assert index.stats(STORE).last_plan == "hnsw"
     assert recall(index, acl_filter(["group:g3"]), queries) == 1.0  # 5 %: exact is cheaper
     assert index.stats(STORE).last_plan == "exact"
+
+
+def test_graph_that_misses_the_recall_target_is_not_used(data_dir: Path) -> None:
+    index = EmbeddedIndex(data_dir, planner=Planner(recall_target=1.01), background=False)
+    index.ensure(StoreSpec(STORE, DIM))
+    index.upsert(STORE, corpus(6000))
+    index.prepare(STORE)
+    stats = index.stats(STORE)
+    assert stats.graph_builds == 1 and stats.graph_rows == 0
+    for query in random_vectors(5, seed=4):
+        index.knn(STORE, query, 10, EVERYONE)
+    index.prepare(STORE)
+    stats = index.stats(STORE)
+    assert stats.last_plan == "exact" and stats.graph_builds == 1  # not bought again
+    index.close()
 
 
 def test_graph_is_bought_once_queries_have_paid_for_it(data_dir: Path) -> None:
@@ -304,7 +320,9 @@ def test_graph_is_rebuilt_after_many_tombstones(index: EmbeddedIndex) -> None:
 
 
 def test_under_filled_hnsw_falls_back_to_exact(data_dir: Path) -> None:
-    stingy = Planner(exact_row_cost_us=1000.0, ef_per_k_over_selectivity=0.001, ef_min=1)
+    stingy = Planner(
+        exact_row_cost_us=1000.0, ef_per_k_over_selectivity=0.001, ef_min=1, calibrate=False
+    )
     index = EmbeddedIndex(data_dir, planner=stingy, background=False)
     index.ensure(StoreSpec(STORE, DIM))
     index.upsert(STORE, corpus(6000, groups=50))

@@ -133,7 +133,7 @@ def test_missing_manifest_is_a_clear_error(tmp_path: Path, repo: SqlSettingsRepo
 def test_killed_run_resumes_with_no_duplicate_and_no_missing_chunk(
     folder: Path, repo: SqlSettingsRepository, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import indexer.pipeline as pipeline
+    from indexer import pipeline
 
     monkeypatch.setattr(pipeline, "EMBED_BATCH_CHUNKS", 1)  # one document per model call
     for i in range(6):

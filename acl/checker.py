@@ -22,9 +22,7 @@ class AccessChecker:
     def __init__(self, source: PermissionSource) -> None:
         self._source = source
 
-    def readable(
-        self, store_id: str, principals: frozenset[str], document_ids: Iterable[str]
-    ) -> frozenset[str]:
+    def readable(self, store_id: str, principals: frozenset[str], document_ids: Iterable[str]) -> frozenset[str]:
         """The subset of ``document_ids`` the principals may read now.
 
         A document the source does not know is not readable (fail closed).

@@ -17,8 +17,7 @@ def validate_principal(principal: str) -> str:
     """Return ``principal`` unchanged if it is ``user:<id>`` or ``group:<id>``."""
     if not isinstance(principal, str) or not _PRINCIPAL.match(principal):
         raise InvalidArgument(
-            f"invalid principal {principal!r}: expected 'user:<id>' or 'group:<id>' "
-            "(letters, digits and . _ @ + -)"
+            f"invalid principal {principal!r}: expected 'user:<id>' or 'group:<id>' (letters, digits and . _ @ + -)"
         )
     return principal
 

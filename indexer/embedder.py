@@ -129,9 +129,7 @@ class SentenceTransformerEmbedder(Embedder):
             bert = json.loads((self._source / "sentence_bert_config.json").read_text())
             hf = json.loads((self._source / "config.json").read_text())
         except (OSError, ValueError) as exc:
-            raise ConfigurationError(
-                f"embedding.model: cannot read model files under {self._source}: {exc}"
-            ) from exc
+            raise ConfigurationError(f"embedding.model: cannot read model files under {self._source}: {exc}") from exc
         return {"dimension": int(hf["hidden_size"]), "max_seq_length": int(bert["max_seq_length"])}
 
     @property
@@ -157,9 +155,7 @@ class SentenceTransformerEmbedder(Embedder):
                 try:
                     self._model = SentenceTransformer(str(self._source), device=self._device or "cpu")
                 except OSError as exc:
-                    raise ConfigurationError(
-                        f"embedding.model: cannot load {self.model_name!r}: {exc}"
-                    ) from exc
+                    raise ConfigurationError(f"embedding.model: cannot load {self.model_name!r}: {exc}") from exc
             return self._model
 
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:

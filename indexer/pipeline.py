@@ -223,9 +223,7 @@ class Ingestor:
         self._index.set_document_acl(self._store_id, document_id, acl)
 
     # internals ------------------------------------------------------------------------
-    def _prepare(
-        self, document_id: str, digest: str, acl: Acl, source_uri: str, document: LoadedDocument
-    ) -> _Pending:
+    def _prepare(self, document_id: str, digest: str, acl: Acl, source_uri: str, document: LoadedDocument) -> _Pending:
         drafts = self._chunker.chunk(document)
         records = [
             ChunkRecord(
@@ -244,9 +242,7 @@ class Ingestor:
         ]
         return _Pending(document_id, digest, acl, source_uri, document, records)
 
-    def _embed_and_write(
-        self, pending: Iterator[_Pending], origin: str, report: IndexReport
-    ) -> Iterator[int]:
+    def _embed_and_write(self, pending: Iterator[_Pending], origin: str, report: IndexReport) -> Iterator[int]:
         """Embed chunks of several documents per model call; write each document whole."""
         batch: list[_Pending] = []
         size = 0
@@ -264,9 +260,7 @@ class Ingestor:
         vectors = self._embedder.embed_documents(texts)
         position = 0
         for item in batch:
-            records = [
-                _with_vector(r, vectors[position + i]) for i, r in enumerate(item.records)
-            ]
+            records = [_with_vector(r, vectors[position + i]) for i, r in enumerate(item.records)]
             position += len(records)
             if records:
                 self._index.upsert(self._store_id, records)

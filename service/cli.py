@@ -114,9 +114,7 @@ def cmd_search(args: argparse.Namespace, app: Any) -> int:
 
     caller = Caller(args.as_user)
     user_principal(args.as_user)
-    answer = app.engine.ask(
-        caller, VectorQuery(args.store, args.question, args.level, args.k, perform_llm_query=False)
-    )
+    answer = app.engine.ask(caller, VectorQuery(args.store, args.question, args.level, args.k, perform_llm_query=False))
     if args.json:
         print(json.dumps(answer.to_dict(), ensure_ascii=False))
     else:
@@ -141,9 +139,7 @@ def _store_dict(store: Any) -> dict[str, Any]:
 def cmd_stores(args: argparse.Namespace, app: Any) -> int:
     summaries = app.admin_without_index().summaries()
     if args.json:
-        print(json.dumps([
-            {**_store_dict(s.store), "documents": s.documents, "chunks": s.chunks} for s in summaries
-        ]))
+        print(json.dumps([{**_store_dict(s.store), "documents": s.documents, "chunks": s.chunks} for s in summaries]))
         return 0
     if not summaries:
         print("no stores yet: create one with 'docqa index PATH --store NAME'")

@@ -153,8 +153,7 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
         return Settings(**overrides)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
-            for err in exc.errors()
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()
         )
         raise ConfigurationError(f"invalid configuration: {problems}") from None
     except (OSError, ValueError, yaml.YAMLError) as exc:  # unreadable or malformed YAML

@@ -137,9 +137,7 @@ class QueryEngine:
         if not isinstance(question, str) or not question.strip():
             raise InvalidArgument("question must not be empty")
         if len(question) > self._limits.max_question_chars:
-            raise InvalidArgument(
-                f"question is longer than {self._limits.max_question_chars} characters"
-            )
+            raise InvalidArgument(f"question is longer than {self._limits.max_question_chars} characters")
         return question.strip()
 
     def _document_ids(self, ids: Iterable[str]) -> list[str]:
@@ -165,9 +163,7 @@ class QueryEngine:
             raise InvalidArgument(f"max_chunks must be between 1 and {self._limits.max_k}")
         return k
 
-    def _readable_or_not_found(
-        self, store: Store, principals: frozenset[str], document_ids: Sequence[str]
-    ) -> None:
+    def _readable_or_not_found(self, store: Store, principals: frozenset[str], document_ids: Sequence[str]) -> None:
         readable = self._checker.readable(store.id, principals, document_ids)
         for document_id in document_ids:
             if document_id not in readable:
@@ -192,9 +188,14 @@ class QueryEngine:
         effective, threshold = self._thresholds(store, level)
         vector = self._embedder_for(store.embedding_model).embed_query(question)
         clock.lap("embed")
-        hits = self._search(store, principals, threshold, k, clock, lambda n: self._index.knn(
-            store.id, vector, n, acl_filter(principals)
-        ))
+        hits = self._search(
+            store,
+            principals,
+            threshold,
+            k,
+            clock,
+            lambda n: self._index.knn(store.id, vector, n, acl_filter(principals)),
+        )
         return _Scope(hits, threshold, effective, one_document=False)
 
     def _multi(
@@ -216,18 +217,23 @@ class QueryEngine:
         if k == -1:
             # Whole documents: rank each by its best chunk, send the full text.
             total = self._index.count(store.id, restrict)
-            hits = self._search(store, principals, None, max(total, 1), clock, lambda n: self._index.exact(
-                store.id, vector, n, restrict
-            ))
+            hits = self._search(
+                store,
+                principals,
+                None,
+                max(total, 1),
+                clock,
+                lambda n: self._index.exact(store.id, vector, n, restrict),
+            )
             best: dict[str, SearchHit] = {}
             for hit in hits:
                 best.setdefault(hit.chunk.document_id, hit)
             ranked = [h for h in best.values() if threshold is None or h.score >= threshold]
             whole = {h.chunk.document_id: self._document_text(store, h.chunk.document_id) for h in ranked}
             return _Scope(ranked, threshold, effective, len(document_ids) == 1, whole)
-        hits = self._search(store, principals, threshold, k, clock, lambda n: self._index.exact(
-            store.id, vector, n, restrict
-        ))
+        hits = self._search(
+            store, principals, threshold, k, clock, lambda n: self._index.exact(store.id, vector, n, restrict)
+        )
         return _Scope(hits, threshold, effective, one_document=len(document_ids) == 1)
 
     def _single(
@@ -300,9 +306,7 @@ class QueryEngine:
             readable = self._checker.readable(store.id, principals, {h.chunk.document_id for h in hits})
             clock.lap("access")
             passed = [
-                h
-                for h in hits
-                if h.chunk.document_id in readable and (threshold is None or h.score >= threshold)
+                h for h in hits if h.chunk.document_id in readable and (threshold is None or h.score >= threshold)
             ]
             below = threshold is not None and bool(hits) and hits[-1].score < threshold
             if len(passed) >= k or len(hits) < fetch or below or fetch >= 10_000:
@@ -339,8 +343,7 @@ class QueryEngine:
             prompt = Prompt(
                 question=question,
                 chunks=tuple(
-                    ContextChunk(i + 1, c.document_id, c.title, c.text, c.score)
-                    for i, c in enumerate(chunks)
+                    ContextChunk(i + 1, c.document_id, c.title, c.text, c.score) for i, c in enumerate(chunks)
                 ),
                 template=store.prompt_template,
                 model_id=store.llm_model_id,
@@ -368,7 +371,13 @@ class QueryEngine:
         )
         log.info(
             "query %s class=%s store=%s user=%s chunks=%d llm=%s total_ms=%.1f",
-            query_id, name, store.id, caller.user_id, len(chunks), llm_called, result.timings_ms["total"],
+            query_id,
+            name,
+            store.id,
+            caller.user_id,
+            len(chunks),
+            llm_called,
+            result.timings_ms["total"],
         )
         return result
 

@@ -8,8 +8,7 @@ from typing import Any
 from acl.model import user_principal
 
 NO_RELEVANT_DOCUMENT = (
-    "I'm unable to answer your question because there is no relevant document "
-    "available to provide context."
+    "I'm unable to answer your question because there is no relevant document available to provide context."
 )
 NO_ANSWER_GENERATED = "No answer was generated; the sources found are listed below."
 

@@ -60,9 +60,7 @@ class DocumentRow(Base):
     origin: Mapped[str] = mapped_column(Text)
     chunk_count: Mapped[int] = mapped_column(Integer)
     indexed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    __table_args__ = (
-        ForeignKeyConstraint(["store_id"], ["stores.id"], ondelete="CASCADE"),
-    )
+    __table_args__ = (ForeignKeyConstraint(["store_id"], ["stores.id"], ondelete="CASCADE"),)
 
 
 class AclRow(Base):
@@ -72,9 +70,7 @@ class AclRow(Base):
     principal: Mapped[str] = mapped_column(String(210), primary_key=True)
     effect: Mapped[str] = mapped_column(String(5), primary_key=True)  # allow | deny
     __table_args__ = (
-        ForeignKeyConstraint(
-            ["store_id", "document_id"], ["documents.store_id", "documents.id"], ondelete="CASCADE"
-        ),
+        ForeignKeyConstraint(["store_id", "document_id"], ["documents.store_id", "documents.id"], ondelete="CASCADE"),
     )
 
 
@@ -234,9 +230,7 @@ class SqlSettingsRepository(SettingsRepository):
 
     def delete_document(self, store_id: str, document_id: str) -> bool:
         with self._session() as s:
-            s.execute(
-                delete(AclRow).where(AclRow.store_id == store_id, AclRow.document_id == document_id)
-            )
+            s.execute(delete(AclRow).where(AclRow.store_id == store_id, AclRow.document_id == document_id))
             result = s.execute(
                 delete(DocumentRow).where(DocumentRow.store_id == store_id, DocumentRow.id == document_id)
             )
@@ -267,9 +261,7 @@ class SqlSettingsRepository(SettingsRepository):
             )
             for document_id, principal, effect in rows:
                 (allow if effect == "allow" else deny).setdefault(document_id, set()).add(principal)
-        return {
-            d: Acl(frozenset(allow.get(d, ())), frozenset(deny.get(d, ()))) for d in existing
-        }
+        return {d: Acl(frozenset(allow.get(d, ())), frozenset(deny.get(d, ()))) for d in existing}
 
     def set_acl(self, store_id: str, document_id: str, acl: Acl) -> None:
         with self._session() as s:

@@ -21,13 +21,9 @@ def parse_level(value: object) -> float | None:
         try:
             value = float(value.strip())
         except ValueError:
-            raise InvalidArgument(
-                f"relevancy level must be a number between 0 and 1, got {value!r}"
-            ) from None
+            raise InvalidArgument(f"relevancy level must be a number between 0 and 1, got {value!r}") from None
     if not isinstance(value, (int, float)):
-        raise InvalidArgument(
-            f"relevancy level must be a number between 0 and 1, got {type(value).__name__}"
-        )
+        raise InvalidArgument(f"relevancy level must be a number between 0 and 1, got {type(value).__name__}")
     level = float(value)
     if math.isnan(level) or not 0.0 <= level <= 1.0:
         raise InvalidArgument(f"relevancy level must be between 0 and 1, got {value}")
@@ -45,9 +41,7 @@ class Threshold:
         if not (math.isfinite(self.minimum) and math.isfinite(self.maximum)):
             raise InvalidArgument("thresholds must be finite numbers")
         if self.minimum > self.maximum:
-            raise InvalidArgument(
-                f"min_threshold ({self.minimum}) must not exceed max_threshold ({self.maximum})"
-            )
+            raise InvalidArgument(f"min_threshold ({self.minimum}) must not exceed max_threshold ({self.maximum})")
 
     def score_for(self, level: float) -> float | None:
         """The score threshold for ``level``; None (no threshold) for level 0."""

@@ -71,5 +71,6 @@ class RecordingGenerator(Generator):
     def generate(self, prompt: Prompt) -> Completion:
         self.prompts.append(prompt)
         cited = " ".join(f"[{c.citation}]" for c in prompt.chunks)
-        return Completion(text=f"answer from {cited}", model_id=self.model_id,
-                          used_citations=tuple(c.citation for c in prompt.chunks))
+        return Completion(
+            text=f"answer from {cited}", model_id=self.model_id, used_citations=tuple(c.citation for c in prompt.chunks)
+        )

@@ -20,7 +20,9 @@ QUESTION = "What was the revenue in the third quarter?"
 def run(data_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "DOCQA_DATA_DIR": str(data_dir)}
     env.pop("DOCQA_CONFIG", None)
-    result = subprocess.run([*DOCQA, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300, check=False)
+    result = subprocess.run(
+        [*DOCQA, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300, check=False
+    )
     assert "Traceback" not in result.stderr, result.stderr
     if check:
         assert result.returncode == 0, result.stderr
@@ -69,8 +71,11 @@ def test_rerun_is_a_no_op(data_dir: Path, corpus: Path) -> None:
 
 
 def test_search_returns_chunks_only(data_dir: Path) -> None:
-    out = json.loads(run(data_dir, "search", "carry over vacation days", "--store", "acme",
-                         "--as", "bob", "--k", "3", "--json").stdout)
+    out = json.loads(
+        run(
+            data_dir, "search", "carry over vacation days", "--store", "acme", "--as", "bob", "--k", "3", "--json"
+        ).stdout
+    )
     assert out["answer"] is None and 1 <= len(out["chunks"]) <= 3
     assert out["chunks"][0]["document_id"] == "handbook/vacation-policy.md"
 
@@ -78,20 +83,24 @@ def test_search_returns_chunks_only(data_dir: Path) -> None:
 def test_document_query_and_unreadable_document(data_dir: Path) -> None:
     whole = ask(data_dir, "alice", "--document", "finance/q3-results.md")
     assert len(whole["chunks"]) == 1 and whole["threshold"] is None
-    hidden = run(data_dir, "ask", QUESTION, "--store", "acme", "--as", "bob", "--document",
-                 "finance/q3-results.md", check=False)
-    missing = run(data_dir, "ask", QUESTION, "--store", "acme", "--as", "bob", "--document",
-                  "finance/q4-results.md", check=False)
+    hidden = run(
+        data_dir, "ask", QUESTION, "--store", "acme", "--as", "bob", "--document", "finance/q3-results.md", check=False
+    )
+    missing = run(
+        data_dir, "ask", QUESTION, "--store", "acme", "--as", "bob", "--document", "finance/q4-results.md", check=False
+    )
     assert hidden.returncode == missing.returncode == 3
     assert hidden.stderr.replace("q3", "qN") == missing.stderr.replace("q4", "qN")
 
 
 def test_bad_input_is_one_line_and_non_zero(data_dir: Path) -> None:
-    for args in (["ask", QUESTION, "--store", "acme", "--as", "alice", "--level", "1.5"],
-                 ["ask", QUESTION, "--store", "acme", "--as", "alice", "--level", "nan"],
-                 ["ask", QUESTION, "--store", "acme", "--as", "alice", "--level", "high"],
-                 ["ask", "   ", "--store", "acme", "--as", "alice"],
-                 ["settings", "set", "acme", "--level", "-1"]):
+    for args in (
+        ["ask", QUESTION, "--store", "acme", "--as", "alice", "--level", "1.5"],
+        ["ask", QUESTION, "--store", "acme", "--as", "alice", "--level", "nan"],
+        ["ask", QUESTION, "--store", "acme", "--as", "alice", "--level", "high"],
+        ["ask", "   ", "--store", "acme", "--as", "alice"],
+        ["settings", "set", "acme", "--level", "-1"],
+    ):
         result = run(data_dir, *args, check=False)
         assert result.returncode == 2 and result.stderr.startswith("error:"), (args, result.stderr)
     result = run(data_dir, "ask", QUESTION, "--store", "nope", "--as", "alice", check=False)
@@ -120,10 +129,14 @@ def test_revocation_and_group_change_apply_on_the_next_query(data_dir: Path) -> 
 def test_stores_lists_counts_without_loading_the_model(data_dir: Path) -> None:
     out = run(data_dir, "stores").stdout
     assert "acme" in out and " 7 " in out
-    probe = ("import sys; from service.cli import main; code = main(['stores']);"
-             "print(code, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)")
+    probe = (
+        "import sys; from service.cli import main; code = main(['stores']);"
+        "print(code, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)"
+    )
     env = {**os.environ, "DOCQA_DATA_DIR": str(data_dir)}
-    result = subprocess.run([sys.executable, "-c", probe], check=False, capture_output=True, text=True, env=env, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", probe], check=False, capture_output=True, text=True, env=env, cwd=ROOT
+    )
     assert result.stdout.strip().splitlines()[-1] == "0 False False"
 
 

@@ -13,10 +13,10 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from indexer import pipeline  # noqa: E402
-from service.bootstrap import build_app  # noqa: E402
-from service.config import load_settings  # noqa: E402
-from tests.fakes_service import FakeEmbedder  # noqa: E402
+from indexer import pipeline
+from service.bootstrap import build_app
+from service.config import load_settings
+from tests.fakes_service import FakeEmbedder
 
 
 class SlowEmbedder(FakeEmbedder):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -30,8 +31,12 @@ def make_folder(root: Path, documents: int) -> Path:
 
 
 def start(data_dir: Path, folder: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, str(DRIVER), str(data_dir), str(folder)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(DRIVER), str(data_dir), str(folder)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def state(data_dir: Path) -> tuple[list[str], list[str]]:
@@ -63,10 +68,8 @@ def test_sigkill_anywhere_then_rerun_gives_the_same_index(tmp_path: Path) -> Non
             time.sleep(rng.uniform(0.3, 2.5))
             process.send_signal(signal.SIGKILL)
             process.communicate(timeout=60)
-            try:
+            with contextlib.suppress(NotFound):  # killed before the store existed
                 partial += 0 < len(state(data)[1]) < 60
-            except (NotFound, Exception):  # killed before the store existed
-                pass
         finish = start(data, folder)
         _, err = finish.communicate(timeout=300)
         assert finish.returncode == 0, err

@@ -51,8 +51,16 @@ class World:
             offset += len(text) + 2
         self.index.upsert(STORE, records)
         self.repo.save_document(
-            DocumentRecord(STORE, document_id, document_id.upper(), f"file:///{document_id}", "h",
-                           "\n\n".join(texts), acl, chunk_count=len(records))
+            DocumentRecord(
+                STORE,
+                document_id,
+                document_id.upper(),
+                f"file:///{document_id}",
+                "h",
+                "\n\n".join(texts),
+                acl,
+                chunk_count=len(records),
+            )
         )
         self.docs[document_id] = texts
 
@@ -60,9 +68,16 @@ class World:
         return self.engine.ask(Caller(user), query)
 
 
-def make_world(*, level: float = 0.5, min_threshold: float = 0.1, max_threshold: float = 0.6,
-               max_chunks: int = 4, context_tokens: int = 8192, index: Index | None = None,
-               dimension: int = 64) -> World:
+def make_world(
+    *,
+    level: float = 0.5,
+    min_threshold: float = 0.1,
+    max_threshold: float = 0.6,
+    max_chunks: int = 4,
+    context_tokens: int = 8192,
+    index: Index | None = None,
+    dimension: int = 64,
+) -> World:
     repo = SqlSettingsRepository.from_url("sqlite://")
     repo.create_store(Store(STORE, STORE, "fake", level, min_threshold, max_threshold, max_chunks))
     embedder = FakeEmbedder(dimension=dimension)

@@ -59,7 +59,8 @@ class Reference:
     def readable(self, user: str) -> set[str]:
         mine = self.principals(user)
         return {
-            d for d, acl in self.acls.items()
+            d
+            for d, acl in self.acls.items()
             if any(p in mine for p in acl.allow) and not any(p in mine for p in acl.deny)
         }
 
@@ -73,8 +74,11 @@ class Reference:
     picked=st.lists(st.sampled_from(DOCS), min_size=1, max_size=3, unique=True),
 )
 def test_no_unreadable_chunk_reaches_caller_or_generator(
-    edges: set[tuple[str, str]], doc_acls: list[Acl], ops: list[tuple[str, str, object]],
-    user: str, picked: list[str],
+    edges: set[tuple[str, str]],
+    doc_acls: list[Acl],
+    ops: list[tuple[str, str, object]],
+    user: str,
+    picked: list[str],
 ) -> None:
     world = make_world(max_chunks=50)
     for group, member in edges:
@@ -102,8 +106,9 @@ def test_no_unreadable_chunk_reaches_caller_or_generator(
         for prompt in world.generator.prompts:
             for chunk in prompt.chunks:
                 assert chunk.document_id in readable
-                assert all(other not in chunk.text for other in DOCS if other not in readable
-                           and other != chunk.document_id)
+                assert all(
+                    other not in chunk.text for other in DOCS if other not in readable and other != chunk.document_id
+                )
         world.generator.prompts.clear()
 
     answer = world.engine.ask(caller, VectorQuery(STORE, "secret", level=0))

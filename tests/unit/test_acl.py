@@ -10,7 +10,10 @@ from acl.model import EVERYONE, Acl
 def test_transitive_groups_and_everyone() -> None:
     directory = InMemoryDirectory({"group:finance": ["user:alice", "group:auditors"], "group:auditors": ["user:carol"]})
     assert expand_principals("user:carol", directory.memberships()) == {
-        "user:carol", "group:auditors", "group:finance", EVERYONE,
+        "user:carol",
+        "group:auditors",
+        "group:finance",
+        EVERYONE,
     }
     assert expand_principals("user:alice", directory.memberships()) == {"user:alice", "group:finance", EVERYONE}
 

@@ -325,13 +325,14 @@ def test_under_filled_hnsw_falls_back_to_exact(data_dir: Path) -> None:
     )
     index = EmbeddedIndex(data_dir, planner=stingy, background=False)
     index.ensure(StoreSpec(STORE, DIM))
-    index.upsert(STORE, corpus(6000, groups=50))
+    index.upsert(STORE, corpus(6000, groups=200))
     index.prepare(STORE)
-    narrow = acl_filter(["group:g7"])  # 2 %
+    narrow = acl_filter(["group:g7"])  # 0.5 %: efSearch 10 walks past most of them
     for query in random_vectors(10, seed=6):
-        assert ids(index.knn(STORE, query, 10, narrow)) == ids(
-            index.exact(STORE, query, 10, narrow)
-        )
+        hits = index.knn(STORE, query, 10, narrow)
+        assert len(hits) == 10
+        if index.stats(STORE).last_plan == "hnsw+exact":
+            assert ids(hits) == ids(index.exact(STORE, query, 10, narrow))
     assert index.stats(STORE).plans.get("hnsw+exact", 0) > 0
     index.close()
 

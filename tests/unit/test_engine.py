@@ -28,10 +28,19 @@ def world() -> World:
     w.repo.add_member("group:finance", "user:mallory")
     w.repo.add_member("group:finance", "group:auditors")
     w.repo.add_member("group:auditors", "user:carol")
-    w.add("q3.md", ["Revenue in the third quarter was 48 million euros.",
-                    "Operating costs rose because of the new data centre."], FINANCE)
-    w.add("vacation.md", ["Employees receive 25 days of paid vacation per year.",
-                          "Unused vacation days may be carried over until March."], EVERYONE)
+    w.add(
+        "q3.md",
+        ["Revenue in the third quarter was 48 million euros.", "Operating costs rose because of the new data centre."],
+        FINANCE,
+    )
+    w.add(
+        "vacation.md",
+        [
+            "Employees receive 25 days of paid vacation per year.",
+            "Unused vacation days may be carried over until March.",
+        ],
+        EVERYONE,
+    )
     return w
 
 
@@ -134,8 +143,7 @@ def test_document_query_falls_back_to_chunks_when_too_long() -> None:
 
 
 def test_multi_document_whole_documents(world: World) -> None:
-    answer = world.ask("alice", MultiDocumentQuery(STORE, "vacation", ("vacation.md", "q3.md"),
-                                                   level=0, max_chunks=-1))
+    answer = world.ask("alice", MultiDocumentQuery(STORE, "vacation", ("vacation.md", "q3.md"), level=0, max_chunks=-1))
     assert {c.chunk_id for c in answer.chunks} == {"vacation.md#all", "q3.md#all"}
 
 

@@ -10,11 +10,13 @@ def prompt(question: str, *texts: str) -> Prompt:
 
 
 def test_quotes_the_best_sentence_verbatim_with_its_citation() -> None:
-    completion = ExtractiveGenerator().generate(prompt(
-        "How many vacation days do employees get?",
-        "Heading only\n\nEmployees receive 25 days of paid vacation per year. The cafeteria opens at noon.",
-        "Vacation requests go through the HR portal.",
-    ))
+    completion = ExtractiveGenerator().generate(
+        prompt(
+            "How many vacation days do employees get?",
+            "Heading only\n\nEmployees receive 25 days of paid vacation per year. The cafeteria opens at noon.",
+            "Vacation requests go through the HR portal.",
+        )
+    )
     first = completion.text.splitlines()[0]
     assert first == "Employees receive 25 days of paid vacation per year. [1]"
     assert "cafeteria" not in completion.text and "Heading only" not in completion.text

@@ -70,8 +70,12 @@ def ingestor(index: FakeIndex, repo: SqlSettingsRepository, embedder: FakeEmbedd
 
 
 def chunk_ids(index: FakeIndex) -> list[str]:
-    hits = index.exact(STORE, np.eye(1, 64, dtype=np.float32)[0], 10_000,
-                       {"field": "acl_allow", "operator": "in", "value": ["group:finance", "group:everyone"]})
+    hits = index.exact(
+        STORE,
+        np.eye(1, 64, dtype=np.float32)[0],
+        10_000,
+        {"field": "acl_allow", "operator": "in", "value": ["group:finance", "group:everyone"]},
+    )
     return sorted(h.chunk.chunk_id for h in hits)
 
 

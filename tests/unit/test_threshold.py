@@ -11,7 +11,9 @@ from service.threshold import Threshold, parse_level
 
 
 @given(
-    st.floats(-1, 1), st.floats(-1, 1), st.floats(0, 1, exclude_min=True),
+    st.floats(-1, 1),
+    st.floats(-1, 1),
+    st.floats(0, 1, exclude_min=True),
 )
 def test_threshold_is_linear_interpolation(a: float, b: float, level: float) -> None:
     low, high = min(a, b), max(a, b)

@@ -3,8 +3,8 @@
 # same question as two users with different rights, so the access control is visible.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-docqa=${DOCQA_BIN:-docqa}
-command -v "$docqa" >/dev/null || docqa="$here/../.venv/bin/docqa"
+docqa=${DOCQA_BIN:-$here/../.venv/bin/docqa}
+[ -x "$docqa" ] || docqa=docqa
 export DOCQA_DATA_DIR=${DOCQA_DATA_DIR:-$here/../.docqa}
 question="What was the revenue in the third quarter?"
 

@@ -5,8 +5,10 @@ the source of truth, mirrored in memory as a float32 matrix with tombstones and
 keyword postings. A filter becomes a set of allowed rows in about a millisecond
 even at 1M rows; ``knn`` then picks per query, like OpenSearch's efficient
 filtering, between exact search over just those rows and a filtered faiss HNSW
-graph (see ``embedded_search.Planner``), and falls back to exact rather than
-return fewer than ``k`` hits.
+graph searched with the efSearch its calibration says the filter needs
+(``embedded_search.Planner``, ``hnsw_policy``), and falls back to exact rather
+than return fewer than ``k`` hits. The graph is built in the background once
+queries have shown it is worth its cost (``embedded_graph``).
 """
 
 from __future__ import annotations
@@ -193,9 +195,7 @@ class EmbeddedIndex(Index):
             vectors = rows.vectors[old]
             rows.tombstone(old)
             count = len(seqs)
-            rows.append(
-                seqs, ids, [document_id] * count, [acl.allow] * count, [acl.deny] * count, vectors
-            )
+            rows.append(seqs, ids, [document_id] * count, [acl.allow] * count, [acl.deny] * count, vectors)
 
         self._write(store, lambda t: t.set_acl(document_id, acl), apply)
 
@@ -260,10 +260,7 @@ class EmbeddedIndex(Index):
                 store.last_plan = outcome.plan
                 store.plans[outcome.plan] += 1
                 store.keeper.note_query(store, outcome.saving_us, outcome.plan != "exact")
-                return [
-                    SearchHit(records[seq], score)
-                    for seq, (_, score) in zip(seqs, outcome.ranked, strict=True)
-                ]
+                return [SearchHit(records[seq], score) for seq, (_, score) in zip(seqs, outcome.ranked, strict=True)]
             store.stale = True  # rows vanished under us: another process wrote
         raise IndexUnavailable("the embedded index kept changing during the search; retry")
 
@@ -285,9 +282,7 @@ class EmbeddedIndex(Index):
             ef, saving = self._planner.choose(k, len(allowed), rows.n, policy)
         if graph is None or not ef:
             candidates = exact_candidates(rows.vectors, allowed, query, k)
-            return _Outcome(
-                "exact", rank(rows.vectors, candidates, query, k, rows.chunk_ids), saving
-            )
+            return _Outcome("exact", rank(rows.vectors, candidates, query, k, rows.chunk_ids), saving)
         covered = graph.ntotal
         split = int(np.searchsorted(allowed, covered))
         tail = allowed[split:]

@@ -64,8 +64,6 @@ def query_vector(vector: Vector, dimension: int) -> Vector32:
     """The query as a contiguous L2-normalised float32 vector of the store's dimension."""
     array = np.asarray(vector, dtype=np.float32)
     if array.shape != (dimension,):
-        raise InvalidArgument(
-            f"query vector has shape {array.shape}; the store's dimension is {dimension}"
-        )
+        raise InvalidArgument(f"query vector has shape {array.shape}; the store's dimension is {dimension}")
     unit: Vector32 = _normalised(array.reshape(1, -1), "the query vector")[0]
     return unit

@@ -25,7 +25,7 @@ import numpy.typing as npt
 from indexer.index.embedded_rows import RowTable
 from indexer.index.embedded_search import Planner
 from indexer.index.hnsw import HnswGraph
-from indexer.index.hnsw_policy import DISABLED, calibrate, holdout_rows
+from indexer.index.hnsw_policy import CALIBRATION_K, calibrate, holdout_rows
 from indexer.index.rwlock import RWLock
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,6 @@ log = logging.getLogger(__name__)
 _BUILD_SLICE = 8192  # rows per add() while building off the lock (stop checks between)
 _EXTEND_SLICE = 256  # rows per add() under the write lock (bounds a query's wait)
 _REBUILD_GROWTH = 2.0  # rebuild (and so recalibrate) once the graph doubled since its build
-_CALIBRATION_K = 10
 
 _keepers: weakref.WeakSet[GraphKeeper] = weakref.WeakSet()
 
@@ -80,7 +79,7 @@ class GraphKeeper:
         without holding the store's lock.
         """
         rows = host.rows
-        if self.policy is DISABLED:
+        if not self.policy.usable:
             return
         if not used_graph and saving_us > 0:
             self._debt_us += saving_us
@@ -131,15 +130,13 @@ class GraphKeeper:
                     if graph is not None and graph.ntotal >= count and not self._outgrown(graph):
                         return
                 if graph is None or self._outgrown(graph):
-                    if count < self._planner.min_graph_rows or self.policy is DISABLED:
+                    if count < self._planner.min_graph_rows or not self.policy.usable:
                         return
                     self._build(host, generation, count, vectors)
                 else:
                     self._extend(host, graph)
 
-    def _build(
-        self, host: GraphHost, generation: int, count: int, vectors: npt.NDArray[np.float32]
-    ) -> None:
+    def _build(self, host: GraphHost, generation: int, count: int, vectors: npt.NDArray[np.float32]) -> None:
         # Rows 0..count-1 of this generation never change, so the snapshot can
         # be read without the lock while writers append behind it.
         graph = HnswGraph(host.rows.dimension)
@@ -160,7 +157,7 @@ class GraphKeeper:
             if host.rows.generation == generation:
                 self.builds += 1
                 self._debt_us = 0.0
-                if graph.policy is not DISABLED:
+                if graph.policy is not None and graph.policy.usable:
                     self._graph, self._generation = graph, generation
                 else:
                     log.warning(
@@ -184,7 +181,7 @@ class GraphKeeper:
                 graph,
                 vectors[: graph.ntotal],
                 held_out,
-                _CALIBRATION_K,
+                CALIBRATION_K,
                 self._planner.recall_target,
                 self._planner.ef_max,
             )

@@ -46,7 +46,7 @@ class Planner:
 
     def default_policy(self) -> EfPolicy:
         """The efSearch policy assumed before (or instead of) calibration."""
-        return EfPolicy(self.ef_min, self.ef_per_k_over_selectivity)
+        return EfPolicy.model(self.ef_min, self.ef_per_k_over_selectivity)
 
     def choose(self, k: int, allowed: int, total: int, policy: EfPolicy) -> tuple[int, float]:
         """(efSearch, estimated µs saved over exact) when HNSW should serve; (0, 0.0) if not.

@@ -186,8 +186,7 @@ class ChunkTable:
         blobs: list[bytes] = []
         with _transaction(self._conn, "BEGIN"):
             cursor = self._conn.execute(
-                "SELECT seq, chunk_id, document_id, acl_allow, acl_deny, vector"
-                " FROM chunks ORDER BY seq"
+                "SELECT seq, chunk_id, document_id, acl_allow, acl_deny, vector FROM chunks ORDER BY seq"
             )
             for seq, chunk_id, document_id, allow, deny, vector in cursor:
                 seqs.append(seq)
@@ -199,9 +198,7 @@ class ChunkTable:
         matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(-1, self.dimension)
         return StoredRows(seqs, chunk_ids, document_ids, allows, denies, matrix)
 
-    def replace_documents(
-        self, chunks: Sequence[ChunkRecord], vectors: npt.NDArray[np.float32]
-    ) -> list[int]:
+    def replace_documents(self, chunks: Sequence[ChunkRecord], vectors: npt.NDArray[np.float32]) -> list[int]:
         """Make ``chunks`` the complete set of their documents, in one transaction.
 
         Rows of those documents, and rows holding any of the chunk ids, are
@@ -210,27 +207,16 @@ class ChunkTable:
         document_ids = sorted({c.document_id for c in chunks})
         with self._write():
             base = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM chunks").fetchone()[0]
-            self._conn.executemany(
-                "DELETE FROM chunks WHERE document_id = ?", [(d,) for d in document_ids]
-            )
-            self._conn.executemany(
-                "DELETE FROM chunks WHERE chunk_id = ?", [(c.chunk_id,) for c in chunks]
-            )
+            self._conn.executemany("DELETE FROM chunks WHERE document_id = ?", [(d,) for d in document_ids])
+            self._conn.executemany("DELETE FROM chunks WHERE chunk_id = ?", [(c.chunk_id,) for c in chunks])
             self._conn.executemany(
                 "INSERT INTO chunks (chunk_id, document_id, ordinal, text, title, source_uri,"
                 " heading_path, start_offset, end_offset, acl_allow, acl_deny, vector)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    encode_row(c, v.tobytes() if self.persistent else None)
-                    for c, v in zip(chunks, vectors, strict=True)
-                ),
+                (encode_row(c, v.tobytes() if self.persistent else None) for c, v in zip(chunks, vectors, strict=True)),
             )
             # AUTOINCREMENT: new seqs are above every seq ever used.
-            seq_of = dict(
-                self._conn.execute(
-                    "SELECT chunk_id, seq FROM chunks WHERE seq > ?", (base,)
-                ).fetchall()
-            )
+            seq_of = dict(self._conn.execute("SELECT chunk_id, seq FROM chunks WHERE seq > ?", (base,)).fetchall())
         return [int(seq_of[c.chunk_id]) for c in chunks]
 
     def delete_document(self, document_id: str) -> None:
@@ -252,9 +238,7 @@ class ChunkTable:
         for start in range(0, len(seqs), 500):
             batch = [int(s) for s in seqs[start : start + 500]]
             marks = ",".join("?" * len(batch))
-            for row in self._conn.execute(
-                f"SELECT {_META_COLUMNS} FROM chunks WHERE seq IN ({marks})", batch
-            ):
+            for row in self._conn.execute(f"SELECT {_META_COLUMNS} FROM chunks WHERE seq IN ({marks})", batch):
                 found[int(row[0])] = _decode_meta(row)
         return found
 

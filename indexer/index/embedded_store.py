@@ -45,9 +45,7 @@ class OpenStore:
     Lock order: ``lock`` before ``db_lock``.
     """
 
-    def __init__(
-        self, table: ChunkTable, path: Path | None, planner: Planner, background: bool
-    ) -> None:
+    def __init__(self, table: ChunkTable, path: Path | None, planner: Planner, background: bool) -> None:
         self.table = table
         self.path = path
         self.identity = file_identity(path)

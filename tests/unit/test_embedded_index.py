@@ -19,6 +19,7 @@ from indexer.index import embedded_sqlite
 from indexer.index.embedded import EmbeddedIndex
 from indexer.index.embedded_search import Planner
 from indexer.index.filters import acl_filter, documents_filter
+from indexer.index.hnsw_policy import EfPolicy
 from indexer.index.port import ChunkRecord, StoreSpec
 from tests.contract.index_contract import DIM, STORE, chunk, random_vectors
 
@@ -220,7 +221,7 @@ def test_broad_filters_use_hnsw_and_narrow_ones_exact(index: EmbeddedIndex) -> N
     index.upsert(STORE, corpus(6000))
     index.prepare(STORE)
     stats = index.stats(STORE)
-    assert stats.graph_rows == 6000 and stats.ef_policy.min_selectivity <= 0.05
+    assert stats.graph_rows == 6000 and stats.ef_policy.narrowest <= 0.05
     queries = random_vectors(30, seed=21)
     assert recall(index, EVERYONE, queries) >= 0.98
     assert index.stats(STORE).last_plan == "hnsw"
@@ -275,7 +276,7 @@ def test_appended_rows_are_searched_before_and_after_joining_the_graph(
     index.upsert(STORE, corpus(6000))
     index.prepare(STORE)
     target = random_vectors(1, seed=77)[0]
-    index.upsert(STORE, [chunk("new", 0, target)] + corpus(499, seed=8)[:-1])
+    index.upsert(STORE, [chunk("new", 0, target), *corpus(499, seed=8)[:-1]])
     assert index.stats(STORE).graph_rows == 6000  # the tail waits for tail_rows
     assert ids(index.knn(STORE, target, 10, EVERYONE))[0] == "new#0"
     assert index.stats(STORE).last_plan == "hnsw"
@@ -320,9 +321,7 @@ def test_graph_is_rebuilt_after_many_tombstones(index: EmbeddedIndex) -> None:
 
 
 def test_under_filled_hnsw_falls_back_to_exact(data_dir: Path) -> None:
-    stingy = Planner(
-        exact_row_cost_us=1000.0, ef_per_k_over_selectivity=0.001, ef_min=1, calibrate=False
-    )
+    stingy = Planner(exact_row_cost_us=1000.0, ef_per_k_over_selectivity=0.001, ef_min=1, calibrate=False)
     index = EmbeddedIndex(data_dir, planner=stingy, background=False)
     index.ensure(StoreSpec(STORE, DIM))
     index.upsert(STORE, corpus(6000, groups=200))
@@ -351,7 +350,7 @@ def test_concurrent_queries_and_writes(data_dir: Path) -> None:
                 assert len(hits) == 10
                 scores = [h.score for h in hits]
                 assert scores == sorted(scores, reverse=True)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=reader, args=(seed,)) for seed in range(3)]
@@ -365,3 +364,15 @@ def test_concurrent_queries_and_writes(data_dir: Path) -> None:
     assert not errors
     assert index.count(STORE) == 5000 - 30 * 5 + 10
     index.close()
+
+
+def test_ef_policy_interpolates_between_calibrated_selectivities() -> None:
+    policy = EfPolicy(((0.5, 32), (0.2, 64), (0.05, 2048)))
+    assert policy.ef(10, 0.9) == 32 and policy.ef(10, 0.5) == 32 and policy.ef(10, 0.2) == 64
+    assert 64 < (policy.ef(10, 0.1) or 0) < 2048
+    assert policy.ef(10, 0.05) == 2048 and policy.ef(10, 0.04) is None
+    assert policy.ef(20, 0.5) == 64  # efSearch grows with k
+    assert policy.narrowest == 0.05 and policy.usable
+    assert not EfPolicy(()).usable and EfPolicy(()).ef(10, 1.0) is None
+    model = EfPolicy.model(ef_min=64, per_k_over_selectivity=12.0)
+    assert model.ef(10, 1.0) == 120 and model.ef(10, 0.01) == 12_000

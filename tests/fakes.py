@@ -38,9 +38,7 @@ def _unit(vector: Vector | None, dimension: int, what: str) -> np.ndarray:
         raise InvalidArgument(f"{what} has no vector")
     array = np.asarray(vector, dtype=np.float64)
     if array.shape != (dimension,):
-        raise InvalidArgument(
-            f"{what} has shape {array.shape}; the store's dimension is {dimension}"
-        )
+        raise InvalidArgument(f"{what} has shape {array.shape}; the store's dimension is {dimension}")
     norm = float(np.linalg.norm(array))
     if not np.isfinite(norm) or norm == 0:
         raise InvalidArgument(f"{what} is zero or not finite")
@@ -79,9 +77,7 @@ class FakeIndex(Index):
             raise InvalidArgument("a chunk id appears twice in one upsert")
         if any(not c.chunk_id or not c.document_id for c in chunks):
             raise InvalidArgument("chunks need a non-empty chunk_id and document_id")
-        units = [
-            _unit(c.vector, self.dimensions[store_id], f"chunk {c.chunk_id!r}") for c in chunks
-        ]
+        units = [_unit(c.vector, self.dimensions[store_id], f"chunk {c.chunk_id!r}") for c in chunks]
         documents = {c.document_id for c in chunks}
         for chunk_id in [i for i, c in stored.items() if c.document_id in documents or i in ids]:
             del stored[chunk_id]

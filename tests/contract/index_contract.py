@@ -274,9 +274,7 @@ class IndexContract:
         store.upsert(STORE, chunks)
         again = store.exact(STORE, chunks[0].vector, 10, documents_filter(["a"]))  # type: ignore[arg-type]
         assert store.count(STORE) == 4
-        assert [(h.chunk, round(h.score, 6)) for h in again] == [
-            (h.chunk, round(h.score, 6)) for h in first
-        ]
+        assert [(h.chunk, round(h.score, 6)) for h in again] == [(h.chunk, round(h.score, 6)) for h in first]
 
     def test_one_upsert_replaces_each_document_it_names(self, store: Index) -> None:
         vectors = random_vectors(6, seed=4)
@@ -299,9 +297,7 @@ class IndexContract:
         assert store.count(STORE) == 1
 
     @pytest.mark.parametrize("vector", [np.ones(DIM + 1), np.zeros(DIM), None])
-    def test_upsert_of_a_bad_vector_is_invalid_and_writes_nothing(
-        self, store: Index, vector: Any
-    ) -> None:
+    def test_upsert_of_a_bad_vector_is_invalid_and_writes_nothing(self, store: Index, vector: Any) -> None:
         good = chunk("a", 0, np.ones(DIM))
         bad = dataclasses.replace(chunk("a", 1, np.ones(DIM)), vector=vector)
         with pytest.raises(InvalidArgument):
@@ -310,9 +306,7 @@ class IndexContract:
 
     def test_delete_document(self, store: Index) -> None:
         vectors = random_vectors(3, seed=5)
-        store.upsert(
-            STORE, [chunk("a", 0, vectors[0]), chunk("a", 1, vectors[1]), chunk("b", 0, vectors[2])]
-        )
+        store.upsert(STORE, [chunk("a", 0, vectors[0]), chunk("a", 1, vectors[1]), chunk("b", 0, vectors[2])])
         store.delete_document(STORE, "a")
         store.delete_document(STORE, "never-there")
         assert store.count(STORE) == 1
@@ -408,8 +402,7 @@ class IndexContract:
         same = np.ones(DIM)
         store.upsert(
             STORE,
-            [chunk(doc, 0, same) for doc in ("d", "b", "e", "a")]
-            + [chunk("z", 0, -same), chunk("c", 0, -same)],
+            [chunk(doc, 0, same) for doc in ("d", "b", "e", "a")] + [chunk("z", 0, -same), chunk("c", 0, -same)],
         )
         for search in (store.exact, store.knn):
             hits = search(STORE, unit(same), 10, acl_filter(["group:everyone"]))
@@ -431,20 +424,14 @@ class IndexContract:
             exact = store.exact(STORE, query, 10, readable)
             assert len(approximate) == 10
             assert all(h.chunk.acl.allow == {"group:few"} for h in approximate)
-            assert (
-                len({h.chunk.chunk_id for h in approximate} & {h.chunk.chunk_id for h in exact})
-                >= 9
-            )
+            assert len({h.chunk.chunk_id for h in approximate} & {h.chunk.chunk_id for h in exact}) >= 9
         assert len(store.knn(STORE, corpus[0].vector, 10, documents_filter(["doc0000"]))) == 10  # type: ignore[arg-type]
 
     def test_knn_agrees_with_exact(self, store: Index) -> None:
         vectors = random_vectors(3000, seed=12)
         store.upsert(
             STORE,
-            [
-                chunk(f"d{i // 3}", i % 3, v, allow=(f"group:g{(i // 3) % 20}",))
-                for i, v in enumerate(vectors)
-            ],
+            [chunk(f"d{i // 3}", i % 3, v, allow=(f"group:g{(i // 3) % 20}",)) for i, v in enumerate(vectors)],
         )
         for principals in (["group:g0"], [f"group:g{g}" for g in range(10)], ["group:everyone"]):
             filter_ = acl_filter(principals) if principals != ["group:everyone"] else None

@@ -17,13 +17,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from acl.errors import InvalidArgument, LoadError
+from acl.errors import DocQAError, InvalidArgument, LoadError
 from acl.model import Acl
 from indexer.chunker import Chunker
 from indexer.documents import DocumentRecord, LoadedDocument
 from indexer.embedder import Embedder
 from indexer.index import ChunkRecord, Index
-from indexer.index.port import Vector
+from indexer.index.port import DocumentsRejected, Vector
 from indexer.loaders import SUPPORTED_SUFFIXES, load_bytes, load_path
 from indexer.manifest import MANIFEST_NAME, load_manifest
 
@@ -39,11 +39,15 @@ class Catalog(Protocol):
 
     def list_documents(self, store_id: str, origin: str | None = None) -> list[DocumentRecord]: ...
 
+    def get_document(self, store_id: str, document_id: str) -> DocumentRecord | None: ...
+
     def save_document(self, document: DocumentRecord) -> None: ...
 
     def delete_document(self, store_id: str, document_id: str) -> bool: ...
 
     def set_acl(self, store_id: str, document_id: str, acl: Acl) -> None: ...
+
+    def mark_for_reindex(self, store_id: str, document_id: str) -> None: ...
 
     def replace_groups(self, groups: Mapping[str, Iterable[str]], origin: str) -> None: ...
 
@@ -196,7 +200,7 @@ class Ingestor:
         """Index one document given as bytes; unchanged content only updates the ACL."""
         report = IndexReport()
         digest = content_hash(data)
-        existing = {d.id: d for d in self._catalog.list_documents(self._store_id)}.get(document_id)
+        existing = self._catalog.get_document(self._store_id, document_id)
         if existing is not None and existing.content_hash == digest:
             if existing.acl != acl:
                 self.set_acl(document_id, acl)
@@ -218,9 +222,17 @@ class Ingestor:
         self._catalog.delete_document(self._store_id, document_id)
 
     def set_acl(self, document_id: str, acl: Acl) -> None:
-        """Change the authoritative ACL first (effective at once), then the index copy."""
+        """Change the authoritative ACL first (effective at once), then the index copy.
+
+        If the index copy cannot be changed, the document is marked so that
+        the next run re-indexes it (with the new ACL), and the error is raised.
+        """
         self._catalog.set_acl(self._store_id, document_id, acl)
-        self._index.set_document_acl(self._store_id, document_id, acl)
+        try:
+            self._index.set_document_acl(self._store_id, document_id, acl)
+        except DocQAError:
+            self._catalog.mark_for_reindex(self._store_id, document_id)
+            raise
 
     # internals ------------------------------------------------------------------------
     def _prepare(self, document_id: str, digest: str, acl: Acl, source_uri: str, document: LoadedDocument) -> _Pending:
@@ -262,10 +274,15 @@ class Ingestor:
         for item in batch:
             records = [_with_vector(r, vectors[position + i]) for i, r in enumerate(item.records)]
             position += len(records)
-            if records:
-                self._index.upsert(self._store_id, records)
-            else:
-                self._index.delete_document(self._store_id, item.document_id)
+            try:
+                if records:
+                    self._index.upsert(self._store_id, records)
+                else:
+                    self._index.delete_document(self._store_id, item.document_id)
+            except DocumentsRejected as exc:
+                # Not recorded in the catalog, so the next run tries it again.
+                report.failed[item.document_id] = exc.message
+                continue
             self._catalog.save_document(
                 DocumentRecord(
                     store_id=self._store_id,

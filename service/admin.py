@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from acl.errors import InvalidArgument, NotFound
+from acl.errors import DocQAError, IndexUnavailable, InvalidArgument, NotFound
 from acl.model import Acl, validate_principal
 from indexer.index import Index
 from service.config import StoreDefaults
@@ -147,5 +147,14 @@ class Admin:
         store = self.find_document_store(document_id, store_id)
         self._repo.set_acl(store, document_id, acl)
         if self._index is not None:
-            self._index.set_document_acl(store, document_id, acl)
+            try:
+                self._index.set_document_acl(store, document_id, acl)
+            except DocQAError as exc:
+                # The authoritative ACL is in force already; the index copy is
+                # refreshed when the document is indexed again.
+                self._repo.mark_for_reindex(store, document_id)
+                raise IndexUnavailable(
+                    f"the ACL of {document_id!r} is saved and in force, but the index copy could not be "
+                    f"updated ({exc.message}); index the document again to refresh it"
+                ) from None
         return store, acl

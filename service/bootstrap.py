@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from acl.checker import AccessChecker
 from acl.errors import ConfigurationError
@@ -20,6 +21,9 @@ from service.config import Settings
 from service.engine import Limits, QueryEngine
 from service.generator import Generator
 from service.repository import SettingsRepository
+
+if TYPE_CHECKING:
+    from service.metrics import Metrics
 
 EmbedderFactory = Callable[[str], Embedder]
 
@@ -51,6 +55,36 @@ class App:
     @property
     def index(self) -> Index:
         with self._lock:
+            if self._index is None and self.settings.index.backend == "opensearch":
+                # opensearch-py is imported only when this backend is configured.
+                from indexer.index.opensearch_index import OpenSearchOptions, connect
+                from indexer.index.opensearch_mapping import HnswSettings
+
+                config = self.settings.index.opensearch
+                if config.url is None:  # pragma: no cover - IndexConfig refuses this
+                    raise ConfigurationError("index.opensearch.url is required for backend opensearch")
+                self._index = connect(
+                    config.url,
+                    username=None if config.username is None else config.username.get_secret_value(),
+                    password=None if config.password is None else config.password.get_secret_value(),
+                    api_key=None if config.api_key is None else config.api_key.get_secret_value(),
+                    ca_certs=None if config.ca_certs is None else str(config.ca_certs),
+                    verify=config.verify,
+                    timeout_s=config.timeout_s,
+                    options=OpenSearchOptions(
+                        hnsw=HnswSettings(
+                            engine=config.engine,
+                            m=config.m,
+                            ef_construction=config.ef_construction,
+                            ef_search=config.ef_search,
+                        ),
+                        index_prefix=config.index_prefix,
+                        max_retries=config.max_retries,
+                        backoff_s=config.backoff_s,
+                        refresh=config.refresh,
+                        bulk_batch=config.bulk_batch,
+                    ),
+                )
             if self._index is None:
                 from indexer.index.embedded import EmbeddedIndex
 
@@ -61,6 +95,11 @@ class App:
     @property
     def generator(self) -> Generator:
         with self._lock:
+            if self._generator is None and self.settings.generator.backend == "watsonx":
+                # Connects (and imports the SDK) on the first answer, not here.
+                from service.watsonx import WatsonxGenerator
+
+                self._generator = WatsonxGenerator(self.settings.generator.watsonx)
             if self._generator is None:
                 from service.extractive import ExtractiveGenerator
 
@@ -127,10 +166,31 @@ class App:
     def close(self) -> None:
         if self._index is not None:
             self._index.close()
-        close = getattr(self._repository, "close", None)
-        if close is not None:
-            close()
+        for adapter in (self._generator, self._repository):
+            close = getattr(adapter, "close", None)
+            if close is not None:
+                close()
 
+
+    # servers (gRPC, GraphQL) ------------------------------------------------------------
+    def served_engine(self, metrics: Metrics) -> QueryEngine:
+        """A query engine for the servers: the same adapters, with the access check metered."""
+        from service.metrics import metered
+
+        index, checker = metered(self.index, self.repository, metrics)
+        limits = self.settings.query
+        return QueryEngine(
+            repository=self.repository,
+            index=index,
+            embedder_for=self.embedder,
+            generator=self.generator,
+            checker=checker,
+            limits=Limits(
+                max_question_chars=limits.max_question_chars,
+                max_k=limits.max_k,
+                max_documents=limits.max_documents,
+            ),
+        )
 
 def build_app(
     settings: Settings,
@@ -148,3 +208,4 @@ def build_app(
         _generator=generator,
         _embedder_factory=embedder_factory,
     )
+

@@ -203,6 +203,131 @@ def cmd_acl(args: argparse.Namespace, app: Any) -> int:
     return 0
 
 
+#: Oldest OpenSearch the adapter supports per engine (cosine on faiss: 2.19; ef_search in the query: 2.16).
+_OPENSEARCH_MINIMUM = {"faiss": (2, 19), "lucene": (2, 16)}
+
+
+def cmd_doctor(args: argparse.Namespace, app: Any) -> int:
+    """Check configuration and connectivity; print one line per check; never print a secret."""
+    from sqlalchemy.engine import make_url
+
+
+    settings = app.settings
+    failed = 0
+
+    def line(check: str, ok: bool, detail: str) -> None:
+        nonlocal failed
+        failed += 0 if ok else 1
+        print(f"{check:<24} {'ok' if ok else 'FAIL':<5} {detail}")
+
+    stores: list[Any] = []
+    database = make_url(settings.database_url).render_as_string(hide_password=True)
+    try:
+        stores = app.repository.list_stores()
+        line("settings database", True, f"{database} ({len(stores)} store(s))")
+    except DocQAError as exc:
+        line("settings database", False, f"{database}: {public_message(exc)}")
+    except Exception as exc:  # any driver error: the database is what is wrong
+        line("settings database", False, f"{database}: cannot open ({type(exc).__name__})")
+
+    _doctor_index(app, stores, line)
+    from service.watsonx import check as check_generator
+
+    for name, ok, detail in check_generator(settings):
+        line(name, ok, detail)
+    return 0 if not failed else 1
+
+
+def _doctor_index(app: Any, stores: list[Any], line: Callable[[str, bool, str], None]) -> None:
+    """The index checks of ``docqa doctor``."""
+    from acl.errors import NotFound
+
+    settings = app.settings
+    backend = settings.index.backend
+    if backend != "opensearch":
+        line("index backend", True, f"{backend} (under {settings.index_dir})")
+        return
+    config = settings.index.opensearch
+    auth = "api key" if config.api_key else "username/password" if config.username else "none"
+    url = config.url or ""
+    tls = f", TLS verify {'on' if config.verify else 'OFF'}" if url.startswith("https:") else ""
+    line("index backend", True, f"opensearch at {url} (auth: {auth}{tls}, engine {config.engine})")
+    try:
+        server = app.index.server()
+    except DocQAError as exc:
+        line("opensearch reachable", False, public_message(exc))
+        return
+    version = server.version_tuple()
+    minimum = _OPENSEARCH_MINIMUM[config.engine]
+    line(
+        "opensearch reachable",
+        server.distribution == "opensearch" and version >= minimum,
+        f"{server.distribution} {server.version}"
+        + ("" if version >= minimum else f" (engine {config.engine} needs {'.'.join(map(str, minimum))} or later)"),
+    )
+    line("k-NN plugin", server.knn_plugin, "installed" if server.knn_plugin else "missing: vector search cannot work")
+    for store in stores:
+        check = f"store {store.id}"
+        try:
+            facts, problems = app.index.check_store(store.id)
+        except NotFound:
+            line(check, False, f"no index {app.index.index_name(store.id)} (re-index the store)")
+            continue
+        except DocQAError as exc:
+            line(check, False, public_message(exc))
+            continue
+        shape = f"index {facts.name}: dimension {facts.dimension}, {facts.engine}, {facts.space_type}"
+        line(check, not problems, shape if not problems else f"{shape}; " + "; ".join(problems))
+
+
+def cmd_serve(args: argparse.Namespace, app: Any) -> int:
+    """Serve gRPC and HTTP (GraphQL, health, /metrics) until interrupted (SIGINT/SIGTERM)."""
+    import signal
+    import threading
+
+    from service.graphql_app import start_http
+    from service.graphql_schema import GraphQLServices
+    from service.grpc_server import services_for, start_grpc
+    from service.metrics import Metrics
+
+    services = services_for(app, Metrics())
+    config = app.settings.server
+    grpc_server = start_grpc(services, args.host, args.grpc_port)
+    try:
+        http = start_http(
+            GraphQLServices(app, services.authenticator, services.queries, services.metrics),
+            args.host,
+            args.http_port,
+        )
+    except BaseException:
+        grpc_server.stop(0)
+        raise
+    host = args.host or config.host
+    print(f"gRPC on {host}:{grpc_server.port}; GraphQL on http://{host}:{http.port}/graphql", flush=True)
+    stop = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5):
+            if not http.thread.is_alive():
+                print("error: the HTTP server stopped", file=sys.stderr)
+                return 1
+    finally:
+        http.stop()
+        grpc_server.stop(5.0)
+    return 0
+
+
+def cmd_token(args: argparse.Namespace, app: Any) -> int:
+    """Print a bearer token signed with the configured (or generated) HS256 secret."""
+    from service.auth import mint_token
+
+    if args.group and app.settings.auth.groups_claim is None:
+        print("warning: auth.groups_claim is not configured, so the server ignores --group", file=sys.stderr)
+    print(mint_token(app.settings, args.user, groups=args.group or [], admin=args.admin, ttl_s=args.ttl))
+    return 0
+
+
 # ---------------------------------------------------------------------------- parser
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse's own exit code 2, no traceback
@@ -277,6 +402,22 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("document_id")
     q.add_argument("--store")
     p.set_defaults(handler=cmd_acl)
+
+    p = sub.add_parser("doctor", help="check configuration and connectivity (settings database, index)")
+    p.set_defaults(handler=cmd_doctor)
+
+    p = sub.add_parser("serve", help="serve gRPC and GraphQL (ports from configuration)")
+    p.add_argument("--host", help="address to listen on (default: server.host)")
+    p.add_argument("--grpc-port", type=int, help="gRPC port (default: server.grpc_port, 50051)")
+    p.add_argument("--http-port", type=int, help="HTTP/GraphQL port (default: server.http_port, 8080)")
+    p.set_defaults(handler=cmd_serve)
+
+    p = sub.add_parser("token", help="mint a bearer token (JWT) with the configured HS256 secret")
+    p.add_argument("--user", required=True, help="user id (the token's subject)")
+    p.add_argument("--group", action="append", metavar="G", help="group id (needs auth.groups_claim); repeatable")
+    p.add_argument("--admin", action="store_true", help="give the admin role")
+    p.add_argument("--ttl", type=int, metavar="S", help="lifetime in seconds (default: auth.default_ttl_s)")
+    p.set_defaults(handler=cmd_token)
     return parser
 
 

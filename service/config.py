@@ -14,8 +14,9 @@ import os
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -42,8 +43,74 @@ class DatabaseConfig(_Section):
     url: str | None = None
 
 
+class OpenSearchConfig(_Section):
+    """Where and how the OpenSearch index backend keeps each store's chunks."""
+
+    #: ``http(s)://host:port`` of the cluster (credentials go in the keys below, not in the URL).
+    url: str | None = None
+    username: SecretStr | None = None
+    password: SecretStr | None = None
+    #: Sent as ``Authorization: ApiKey <api_key>``; instead of username/password.
+    api_key: SecretStr | None = None
+    #: CA bundle (PEM) that signed the cluster's certificate; None = the system's.
+    ca_certs: Path | None = None
+    #: Check the server's TLS certificate. Turn off only for a throw-away local cluster.
+    verify: bool = True
+    #: HNSW engine of the ``knn_vector`` field: both filter inside the ANN search.
+    engine: Literal["faiss", "lucene"] = "lucene"
+    m: int = Field(16, ge=2, le=100)
+    ef_construction: int = Field(128, ge=2, le=4096)
+    ef_search: int = Field(100, ge=1, le=10_000)
+    #: Each store's index is ``<index_prefix><store id>``.
+    index_prefix: str = Field("docqa-", pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")
+    timeout_s: float = Field(10.0, gt=0, le=600)
+    #: Retries after the first attempt for connection errors, timeouts, 429 and 5xx.
+    max_retries: int = Field(3, ge=0, le=10)
+    #: First backoff between retries; it doubles each time (at most 8 s).
+    backoff_s: float = Field(0.5, ge=0, le=60)
+    #: ``wait_for``: writes are searchable when the call returns; ``true`` forces a refresh; ``false`` neither.
+    refresh: Literal["wait_for", "true", "false"] = "wait_for"
+    #: Chunks per bulk request.
+    bulk_batch: int = Field(500, ge=1, le=10_000)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http:// or https:// URL with a host")
+        if parts.username or parts.password:
+            raise ValueError("must not contain credentials; set username/password or api_key instead")
+        return value
+
+    @field_validator("ca_certs")
+    @classmethod
+    def _readable(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise ValueError(f"CA bundle {value} does not exist")
+        return value
+
+    @model_validator(mode="after")
+    def _credentials(self) -> OpenSearchConfig:
+        if (self.username is None) != (self.password is None):
+            raise ValueError("username and password go together")
+        if self.api_key is not None and self.username is not None:
+            raise ValueError("use either username/password or api_key, not both")
+        return self
+
+
 class IndexConfig(_Section):
-    backend: Literal["embedded"] = "embedded"
+    #: ``embedded``: in-process, under the data directory; ``opensearch``: the cluster in ``opensearch.url``.
+    backend: Literal["embedded", "opensearch"] = "embedded"
+    opensearch: OpenSearchConfig = OpenSearchConfig()
+
+    @model_validator(mode="after")
+    def _opensearch_needs_url(self) -> IndexConfig:
+        if self.backend == "opensearch" and self.opensearch.url is None:
+            raise ValueError("backend opensearch needs index.opensearch.url (DOCQA_INDEX__OPENSEARCH__URL)")
+        return self
 
 
 class EmbeddingConfig(_Section):
@@ -53,13 +120,81 @@ class EmbeddingConfig(_Section):
     device: str | None = None
 
 
+class WatsonxConfig(_Section):
+    """IBM watsonx.ai through ``ibm-watsonx-ai`` (used when ``generator.backend`` is ``watsonx``)."""
+
+    #: Service URL, https only (an IBM Cloud region URL, or a Cloud Pak for Data cluster).
+    url: str | None = None
+    #: An API key (IBM Cloud IAM, or a CPD user's key with ``username``) ...
+    api_key: SecretStr | None = None
+    #: ... or a bearer token (no authentication request is made) ...
+    token: SecretStr | None = None
+    #: ... or, on Cloud Pak for Data only, ``username`` + ``password``.
+    username: str | None = None
+    password: SecretStr | None = None
+    #: Exactly one of a project or a deployment space.
+    project_id: str | None = None
+    space_id: str | None = None
+    #: The foundation model used when a store names none of its own.
+    model_id: str | None = None
+    #: Check the server's certificate (against ``ca_bundle`` when set). Turning it off is logged loudly.
+    verify: bool = True
+    ca_bundle: Path | None = None
+    #: Seconds any one network operation (connect, a read, a write) may take.
+    timeout_s: float = Field(60.0, gt=0, le=3600)
+    #: Retries of a request answered 429/500/502/503/504, with exponential backoff from ``delay_time_s``.
+    max_retries: int = Field(2, ge=0, le=10)
+    delay_time_s: float = Field(0.5, ge=0, le=60)
+    #: Tokens the answer may have; prompt + context + this must fit ``context_window``.
+    max_new_tokens: int = Field(512, ge=1, le=32_768)
+    #: The model's maximum sequence length (input + output tokens).
+    context_window: int = Field(8192, ge=256, le=2_000_000)
+
+    @field_validator("timeout_s", "delay_time_s")
+    @classmethod
+    def _finite_seconds(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
+
+
 class GeneratorConfig(_Section):
-    backend: Literal["extractive"] = "extractive"
+    #: ``extractive`` (offline, the default) or ``watsonx``.
+    backend: Literal["extractive", "watsonx"] = "extractive"
     #: Tokens of context the generator accepts; a DocumentQuery sends the whole
     #: document only when it fits.
     context_tokens: int = Field(8192, ge=256)
     #: Sentences the extractive answerer quotes.
     max_sentences: int = Field(3, ge=1, le=20)
+    watsonx: WatsonxConfig = WatsonxConfig()
+
+    @model_validator(mode="after")
+    def _watsonx_complete(self) -> GeneratorConfig:
+        if self.backend != "watsonx":
+            return self
+        w = self.watsonx
+        problems: list[str] = []
+        if not w.url:
+            problems.append("watsonx.url is required")
+        elif not w.url.startswith("https://"):
+            problems.append("watsonx.url must start with https://")
+        if not (w.api_key or w.token or w.password):
+            problems.append("one of watsonx.api_key, watsonx.token or watsonx.password is required")
+        if w.password and not w.username:
+            problems.append("watsonx.username is required with watsonx.password")
+        if bool(w.project_id) == bool(w.space_id):
+            problems.append("exactly one of watsonx.project_id or watsonx.space_id is required")
+        if not w.model_id:
+            problems.append("watsonx.model_id is required")
+        if w.ca_bundle is not None and not w.verify:
+            problems.append("watsonx.ca_bundle is set but watsonx.verify is false")
+        if w.ca_bundle is not None and not w.ca_bundle.exists():
+            problems.append(f"watsonx.ca_bundle {w.ca_bundle} does not exist")
+        if w.max_new_tokens >= w.context_window:
+            problems.append("watsonx.max_new_tokens must be smaller than watsonx.context_window")
+        if problems:
+            raise ValueError("with backend watsonx: " + "; ".join(problems))
+        return self
 
 
 class StoreDefaults(_Section):
@@ -112,6 +247,9 @@ class Settings(BaseSettings):
     generator: GeneratorConfig = GeneratorConfig()
     store_defaults: StoreDefaults = StoreDefaults()
     query: QueryConfig = QueryConfig()
+    # The gRPC and GraphQL servers and who may call them (sections defined at the end of this module).
+    server: ServerConfig = Field(default_factory=lambda: ServerConfig())
+    auth: AuthConfig = Field(default_factory=lambda: AuthConfig())
 
     @classmethod
     def settings_customise_sources(
@@ -160,3 +298,75 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
         raise ConfigurationError(f"cannot read configuration {path}: {exc}") from None
     finally:
         _YAML_FILE.reset(token)
+
+
+class ServerConfig(_Section):
+    """Where ``docqa serve`` listens (gRPC and HTTP/GraphQL) and how much it accepts."""
+
+    host: str = "127.0.0.1"
+    #: gRPC port; 0 = any free port.
+    grpc_port: int = Field(50051, ge=0, le=65535)
+    #: HTTP port of the GraphQL app, health endpoints and /metrics; 0 = any free port.
+    http_port: int = Field(8080, ge=0, le=65535)
+    #: Largest gRPC message (either way) and largest HTTP request body, in bytes.
+    max_message_bytes: int = Field(16 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
+    #: Threads answering gRPC calls.
+    grpc_workers: int = Field(16, ge=1, le=1024)
+    #: Deepest GraphQL query accepted.
+    graphql_max_depth: int = Field(8, ge=2, le=64)
+    #: Most tokens (a size/complexity bound) in one GraphQL document.
+    graphql_max_tokens: int = Field(2000, ge=50, le=100_000)
+    #: Most aliases in one GraphQL document (bounds fan-out).
+    graphql_max_aliases: int = Field(15, ge=1, le=1000)
+
+
+class AuthConfig(_Section):
+    """How callers' bearer tokens (JWT) are verified.
+
+    With neither an HS256 secret nor RS256 keys configured, a random HS256
+    secret is generated on first run and kept in ``<data_dir>/jwt-secret``
+    (mode 0600); ``docqa token`` mints tokens with it.
+    """
+
+    #: HS256 shared secret (prefer ``hs256_secret_file`` or DOCQA_AUTH__HS256_SECRET).
+    hs256_secret: SecretStr | None = None
+    #: File holding the HS256 secret; None = ``<data_dir>/jwt-secret`` (generated when absent).
+    hs256_secret_file: Path | None = None
+    #: PEM file with one or more RS256 public keys.
+    rs256_public_key_file: Path | None = None
+    #: JWKS (JSON) file with RS256 public keys, selected by the token's ``kid``.
+    jwks_file: Path | None = None
+    #: Required ``iss`` when set.
+    issuer: str | None = None
+    #: Required ``aud`` when set.
+    audience: str | None = None
+    #: Claim whose list of group ids is added to the caller's groups; None = groups come only from the directory.
+    groups_claim: str | None = None
+    #: Claim holding the caller's roles (a string or a list of strings).
+    admin_claim: str = "roles"
+    #: The role in ``admin_claim`` that makes a caller an administrator.
+    admin_role: str = "docqa-admin"
+    #: Seconds of clock skew tolerated on ``exp``/``nbf``/``iat``.
+    leeway_s: float = Field(30.0, ge=0, le=600)
+    #: Lifetime ``docqa token`` gives a token unless told otherwise.
+    default_ttl_s: int = Field(3600, ge=1, le=366 * 24 * 3600)
+    #: Accept calls without a token (as user ``anonymous``); every such call is logged. Never in production.
+    allow_unauthenticated: bool = False
+
+    @field_validator("rs256_public_key_file", "jwks_file")
+    @classmethod
+    def _key_file_exists(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise ValueError(f"key file {value} does not exist")
+        return value
+
+    @model_validator(mode="after")
+    def _one_hs256_source(self) -> AuthConfig:
+        if self.hs256_secret is not None and self.hs256_secret_file is not None:
+            raise ValueError("set either hs256_secret or hs256_secret_file, not both")
+        if self.hs256_secret is not None and len(self.hs256_secret.get_secret_value()) < 32:
+            raise ValueError("hs256_secret must be at least 32 characters")
+        return self
+
+
+Settings.model_rebuild()

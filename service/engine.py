@@ -18,11 +18,12 @@ from dataclasses import dataclass
 
 from acl.checker import AccessChecker
 from acl.directory import expand_principals
-from acl.errors import InvalidArgument, NotFound
+from acl.errors import GeneratorUnavailable, InvalidArgument, NotFound
 from indexer.embedder import Embedder
 from indexer.index import ChunkRecord, Index, SearchHit, acl_filter, and_, documents_filter
 from service.domain import Store
 from service.generator import ContextChunk, Generator, Prompt
+from service.prompting import Budgeted, fit_prompt
 from service.queries import (
     NO_ANSWER_GENERATED,
     NO_RELEVANT_DOCUMENT,
@@ -337,6 +338,7 @@ class QueryEngine:
         model_id: str | None = None
         input_tokens = output_tokens = 0
         llm_called = False
+        generation_error: str | None = None
         if nothing and perform_llm_query:
             answer = NO_RELEVANT_DOCUMENT
         elif perform_llm_query:
@@ -348,12 +350,31 @@ class QueryEngine:
                 template=store.prompt_template,
                 model_id=store.llm_model_id,
             )
-            completion = self._generator.generate(prompt)
-            llm_called = True
-            clock.lap("generate")
-            answer = completion.text or NO_ANSWER_GENERATED
-            model_id = completion.model_id
-            input_tokens, output_tokens = completion.input_tokens, completion.output_tokens
+            used = chunks
+            if isinstance(self._generator, Budgeted):
+                # Leave out the lowest-scored chunks, whole, until the prompt fits the model's window;
+                # the answer then lists exactly the chunks it was given (renumbered to match).
+                fitted = fit_prompt(prompt, self._generator.token_budget())
+                prompt, used = fitted.prompt, tuple(chunks[c - 1] for c in fitted.kept)
+                if not fitted.fits:
+                    generation_error = "not even the best source fits the language model's context window"
+            if generation_error is None:
+                try:
+                    completion = self._generator.generate(prompt)
+                except GeneratorUnavailable as exc:
+                    # The caller still gets the scored sources, with a plain statement instead of an answer.
+                    generation_error = exc.message
+                    model_id = self._generator.model_id
+                    log.warning("query %s: no answer generated: %s", query_id, exc.message)
+                else:
+                    answer = completion.text or NO_ANSWER_GENERATED
+                    model_id = completion.model_id
+                    input_tokens, output_tokens = completion.input_tokens, completion.output_tokens
+                    chunks = used
+                llm_called = True
+                clock.lap("generate")
+            if generation_error is not None:
+                answer = NO_ANSWER_GENERATED
         result = Answer(
             query_id=query_id,
             query_class=name,
@@ -368,6 +389,7 @@ class QueryEngine:
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             timings_ms=clock.total(),
+            generation_error=generation_error,
         )
         log.info(
             "query %s class=%s store=%s user=%s chunks=%d llm=%s total_ms=%.1f",

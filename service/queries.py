@@ -113,6 +113,9 @@ class Answer:
     input_tokens: int = 0
     output_tokens: int = 0
     timings_ms: dict[str, float] = field(default_factory=dict)
+    #: Why no answer was generated although one was asked for (the language model
+    #: failed, or not even the best source fits its window); None otherwise.
+    generation_error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -129,4 +132,5 @@ class Answer:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
+            "generation_error": self.generation_error,
         }

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from acl.model import Acl
@@ -61,6 +63,10 @@ class SettingsRepository(ABC):
     def set_acl(self, store_id: str, document_id: str, acl: Acl) -> None:
         """Replace a document's ACL; NotFound if the document is unknown."""
 
+    @abstractmethod
+    def mark_for_reindex(self, store_id: str, document_id: str) -> None:
+        """Forget the document's indexed content hash, so the next run re-indexes it."""
+
     # the group directory ---------------------------------------------------------
     @abstractmethod
     def memberships(self) -> Mapping[str, frozenset[str]]: ...
@@ -80,3 +86,29 @@ class SettingsRepository(ABC):
     @abstractmethod
     def replace_groups(self, groups: Mapping[str, Iterable[str]], origin: str) -> None:
         """Make ``groups`` the exact memberships of ``origin`` (e.g. one manifest)."""
+
+    # the query audit trail --------------------------------------------------------
+    @abstractmethod
+    def record_audit(self, record: AuditRecord) -> None:
+        """Append one query's audit record."""
+
+    @abstractmethod
+    def audit_records(self, user_id: str | None = None, limit: int = 100) -> list[AuditRecord]:
+        """The newest records first; only ``user_id``'s when given."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """What the audit table keeps about one query (never the question or any text)."""
+
+    query_id: str
+    user_id: str
+    store_id: str
+    query_class: str
+    document_ids: tuple[str, ...]
+    chunk_ids: tuple[str, ...]
+    threshold: float | None
+    timings_ms: Mapping[str, float]
+    outcome: str
+    interface: str
+    created_at: datetime

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -27,7 +28,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 from acl.errors import InvalidArgument, NotFound, Unavailable
 from acl.model import Acl, validate_principal
 from service.domain import DocumentRecord, Store
-from service.repository import ADMIN_ORIGIN, SettingsRepository
+from service.repository import ADMIN_ORIGIN, AuditRecord, SettingsRepository
 
 _BATCH = 500  # ids per IN (...) clause
 
@@ -269,6 +270,12 @@ class SqlSettingsRepository(SettingsRepository):
                 raise NotFound(f"document {document_id!r} not found in store {store_id!r}")
             self._write_acl(s, store_id, document_id, acl)
 
+    def mark_for_reindex(self, store_id: str, document_id: str) -> None:
+        with self._session() as s:
+            row = s.get(DocumentRow, (store_id, document_id))
+            if row is not None:
+                row.content_hash = ""
+
     @staticmethod
     def _write_acl(s: Session, store_id: str, document_id: str, acl: Acl) -> None:
         s.execute(delete(AclRow).where(AclRow.store_id == store_id, AclRow.document_id == document_id))
@@ -314,8 +321,68 @@ class SqlSettingsRepository(SettingsRepository):
             s.add_all([MembershipRow(group=g, member=m, origin=origin) for g, m in sorted(rows)])
 
 
+    # the query audit trail (appended with the gRPC/GraphQL servers) ---------------------
+    def record_audit(self, record: AuditRecord) -> None:
+        with self._session() as s:
+            s.add(
+                AuditRow(
+                    query_id=record.query_id,
+                    user_id=record.user_id,
+                    store_id=record.store_id,
+                    query_class=record.query_class,
+                    document_ids=json.dumps(list(record.document_ids)),
+                    chunk_ids=json.dumps(list(record.chunk_ids)),
+                    threshold=record.threshold,
+                    timings_ms=json.dumps(dict(record.timings_ms)),
+                    outcome=record.outcome,
+                    interface=record.interface,
+                    created_at=record.created_at,
+                )
+            )
+
+    def audit_records(self, user_id: str | None = None, limit: int = 100) -> list[AuditRecord]:
+        query = select(AuditRow).order_by(AuditRow.created_at.desc(), AuditRow.seq.desc()).limit(limit)
+        if user_id is not None:
+            query = query.where(AuditRow.user_id == user_id)
+        with self._session() as s:
+            return [_audit(row) for row in s.scalars(query)]
+
 def _group(principal: str) -> str:
     validate_principal(principal)
     if not principal.startswith("group:"):
         raise InvalidArgument(f"{principal!r} is not a group: groups are 'group:<id>'")
     return principal
+
+
+# ---------------------------------------------------------------------------- the audit table
+class AuditRow(Base):
+    __tablename__ = "query_audit"
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    query_id: Mapped[str] = mapped_column(String(64), index=True)
+    user_id: Mapped[str] = mapped_column(String(210), index=True)
+    store_id: Mapped[str] = mapped_column(String(63))
+    query_class: Mapped[str] = mapped_column(String(32))
+    document_ids: Mapped[str] = mapped_column(Text)  # JSON list
+    chunk_ids: Mapped[str] = mapped_column(Text)  # JSON list
+    threshold: Mapped[float | None] = mapped_column(Float, nullable=True)
+    timings_ms: Mapped[str] = mapped_column(Text)  # JSON object
+    outcome: Mapped[str] = mapped_column(String(64))
+    interface: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
+def _audit(row: AuditRow) -> AuditRecord:
+    created = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=UTC)
+    return AuditRecord(
+        query_id=row.query_id,
+        user_id=row.user_id,
+        store_id=row.store_id,
+        query_class=row.query_class,
+        document_ids=tuple(json.loads(row.document_ids)),
+        chunk_ids=tuple(json.loads(row.chunk_ids)),
+        threshold=row.threshold,
+        timings_ms=json.loads(row.timings_ms),
+        outcome=row.outcome,
+        interface=row.interface,
+        created_at=created,
+    )

@@ -111,7 +111,7 @@ class IndexFacts:
     @classmethod
     def parse(cls, name: str, response: dict[str, Any]) -> IndexFacts:
         """Read the facts from a ``GET /<index>`` response (index name -> mappings, settings)."""
-        entry = response.get(name) or next(iter(response.values()), {})
+        entry: dict[str, Any] = response.get(name) or next(iter(response.values()), {})
         mappings = entry.get("mappings") or {}
         properties = mappings.get("properties") or {}
         vector = properties.get(VECTOR_FIELD) or {}

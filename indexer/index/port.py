@@ -9,10 +9,23 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from acl.errors import IndexUnavailable
 from acl.model import Acl
 from indexer.index.filters import Filter
 
 Vector = npt.NDArray[np.float32]
+
+
+class DocumentsRejected(IndexUnavailable):
+    """The index refused the chunks of some documents; it holds none of their chunks now.
+
+    The other documents of the same ``upsert`` were written. The caller should
+    report these documents and index them again later.
+    """
+
+    def __init__(self, message: str, document_ids: Sequence[str]) -> None:
+        super().__init__(message)
+        self.document_ids = tuple(document_ids)
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,7 +58,7 @@ def _metadata_title(reader: PdfReader) -> str | None:
     try:
         metadata = reader.metadata
         title = metadata.title if metadata is not None else None
-    except Exception:  # noqa: BLE001 - a broken info dictionary is no reason to skip the text
+    except Exception:
         return None
     if not isinstance(title, str) or title.strip().lower() in _NO_TITLE | {""}:
         return None

@@ -16,14 +16,22 @@ place where an instance meets it as a whole (the body itself, a property value,
 an array item) — never inside ``allOf``/``oneOf``/``anyOf`` branches, where
 closing would reject the properties that a sibling branch declares. Objects the
 spec deliberately leaves free (``additionalProperties``, ``patternProperties``,
-bare ``type: object``) stay free. Responses are checked as the spec says
-(open), since servers add fields.
+bare ``type: object``) stay free. Responses are checked open, since
+servers add fields.
+
+Both modes read ``oneOf`` as ``anyOf``: where the spec's alternatives are
+open they overlap (``{"chunk_id": "asc"}`` is both a ``FieldWithDirection``
+and an open ``SortOptions``; a by-query answer is both a task and a result),
+so "exactly one" would refuse every field sort; closed objects are what catch
+typos.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -53,7 +61,7 @@ _OPENERS = ("additionalProperties", "patternProperties", "unevaluatedProperties"
 
 def _load(path: Path) -> Any:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 - a safe loader
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
 
 
 @lru_cache(maxsize=1)
@@ -81,11 +89,13 @@ class _Closer:
 
         target, fragment = urldefrag(urljoin(base, ref))
         node = self.documents[target]
-        for token in (fragment.lstrip("/").split("/") if fragment else []):
+        for token in fragment.lstrip("/").split("/") if fragment else []:
             node = node[token.replace("~1", "/").replace("~0", "~")]
         return target, node
 
-    def _closure(self, base: str, node: Any, seen: set[int], branch: bool = False) -> Iterator[tuple[dict[str, Any], bool]]:
+    def _closure(
+        self, base: str, node: Any, seen: set[int], branch: bool = False
+    ) -> Iterator[tuple[dict[str, Any], bool]]:
         """The schema nodes that apply to the same instance as ``node``; ``True`` marks an alternative.
 
         An alternative is a branch of ``anyOf``/``oneOf`` (or what its ``$ref`` leads to): an instance
@@ -157,17 +167,31 @@ def _schema_roots(document: Any) -> Iterator[tuple[Any, bool]]:
                     yield media["schema"], True
 
 
+def _any_of(node: Any) -> None:
+    """Read every ``oneOf`` as ``anyOf`` (see the module docstring)."""
+    if isinstance(node, dict):
+        if "oneOf" in node and "anyOf" not in node:
+            node["anyOf"] = node.pop("oneOf")
+        for value in node.values():
+            _any_of(value)
+    elif isinstance(node, list):
+        for value in node:
+            _any_of(value)
+
+
 @lru_cache(maxsize=2)
 def registry(strict: bool) -> Registry[Any]:
     """All spec files as one registry; ``strict`` closes object schemas as the module explains."""
-    documents = _documents()
+    documents = copy.deepcopy(_documents())
     if strict:
-        documents = copy.deepcopy(documents)
         closer = _Closer(documents)
         for uri, document in documents.items():
             for schema, whole in _schema_roots(document):
                 closer.walk(uri, schema, whole)
-    resources = [(uri, Resource.from_contents(doc, default_specification=DRAFT202012)) for uri, doc in documents.items()]
+    _any_of(documents)
+    resources = [
+        (uri, Resource.from_contents(doc, default_specification=DRAFT202012)) for uri, doc in documents.items()
+    ]
     return Registry().with_resources(resources)
 
 
@@ -200,7 +224,9 @@ class BodySchema:
 
 def request_body(namespace: str, name: str, media: str = "application/json") -> BodySchema:
     """The strict schema of request body ``name`` in ``spec/namespaces/<namespace>.yaml``."""
-    ref = _uri(f"namespaces/{namespace}.yaml") + _pointer("components", "requestBodies", name, "content", media, "schema")
+    ref = _uri(f"namespaces/{namespace}.yaml") + _pointer(
+        "components", "requestBodies", name, "content", media, "schema"
+    )
     return BodySchema(ref, strict=True)
 
 
@@ -238,3 +264,319 @@ def stories() -> list[Path]:
 
 def load_story(path: Path) -> Any:
     return _load(path)
+
+
+# ---------------------------------------------------------------------------- operations
+@dataclass(frozen=True)
+class Operation:
+    """One operation of the spec (a path template and an HTTP method)."""
+
+    uri: str
+    template: str
+    method: str
+    group: str
+    spec: dict[str, Any]
+
+    def _parameter(self, name: str) -> BodySchema | None:
+        """The schema of query parameter ``name`` of this operation, if it has one."""
+        from urllib.parse import urljoin
+
+        closer = _Closer(_documents())
+        for ref in self.spec.get("parameters", ()):
+            _, parameter = closer.resolve(self.uri, ref["$ref"])
+            if parameter.get("in") == "query" and parameter.get("name") == name:
+                return BodySchema(urljoin(self.uri, ref["$ref"]) + "/schema", strict=False)
+        return None
+
+    def parameter_errors(self, params: dict[str, str]) -> list[str]:
+        """Query parameters the operation does not define, or whose value its schema refuses.
+
+        Values arrive as URL strings; ``"true"`` or ``"10"`` is also tried as the JSON value it spells.
+        """
+        import json
+
+        problems = []
+        for name, raw in params.items():
+            schema = self._parameter(name)
+            if schema is None:
+                problems.append(f"{self.group}: no query parameter {name!r}")
+                continue
+            candidates: list[Any] = [raw]
+            with contextlib.suppress(ValueError):
+                candidates.append(json.loads(raw))
+            if all(schema.errors(candidate) for candidate in candidates):
+                problems.append(f"{self.group}: {name}={raw!r} does not match its schema")
+        return problems
+
+    def response_schema(self, status: int = 200) -> BodySchema | None:
+        """The (open) schema of this operation's answer with ``status``."""
+        answer = (self.spec.get("responses") or {}).get(str(status))
+        if answer is None:
+            return None
+        target_uri, resolved = _Closer(_documents()).resolve(self.uri, answer["$ref"])
+        media = next(iter(resolved.get("content") or {"application/json": None}))
+        return response_body(Path(target_uri).stem, answer["$ref"].rsplit("/", 1)[-1], media)
+
+    def body_schema(self) -> BodySchema | None:
+        body = self.spec.get("requestBody")
+        if body is None:
+            return None
+        target_uri, resolved = _Closer(_documents()).resolve(self.uri, body["$ref"])
+        media = next(iter(resolved["content"]))
+        name = body["$ref"].rsplit("/", 1)[-1]
+        namespace = Path(target_uri).stem
+        return request_body(namespace, name, media)
+
+
+@lru_cache(maxsize=1)
+def _operations() -> list[tuple[re.Pattern[str], Operation]]:
+    found = []
+    for uri, document in _documents().items():
+        if "/namespaces/" not in uri:
+            continue
+        for template, methods in (document.get("paths") or {}).items():
+            pattern = re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template)) + "$")
+            for method, spec in methods.items():
+                if isinstance(spec, dict) and "x-operation-group" in spec:
+                    found.append((pattern, Operation(uri, template, method.upper(), spec["x-operation-group"], spec)))
+    # Literal segments win over path parameters.
+    found.sort(key=lambda item: item[1].template.count("{"))
+    return found
+
+
+def operation(method: str, path: str) -> Operation:
+    """The spec operation a request is for; AssertionError if the spec has none."""
+    for pattern, candidate in _operations():
+        if candidate.method == method.upper() and pattern.match(path):
+            return candidate
+    raise AssertionError(f"the OpenSearch API has no operation {method} {path}")
+
+
+# ---------------------------------------------------------------------------- a recording wire
+@dataclass
+class Request:
+    """One HTTP request as the client sent it, body decoded (a list of lines for NDJSON)."""
+
+    method: str
+    path: str
+    params: dict[str, str]
+    body: Any
+
+    @property
+    def operation(self) -> Operation:
+        return operation(self.method, self.path)
+
+
+_SHARDS = {"total": 1, "successful": 1, "skipped": 0, "failed": 0}
+
+
+class FakeWire:
+    """Stands in for the network under a real ``opensearch-py`` client: no socket is opened.
+
+    It records every request (``requests``) and answers like a single-node
+    OpenSearch would, from a few knobs a test sets: ``indices`` (name ->
+    ``{"mappings", "settings"}``), ``hits`` for ``_search``, ``count`` for
+    ``_count``, ``reject`` (``_id``s a bulk refuses, with the error type),
+    ``busy`` (``_id`` -> how many bulks answer it 429 first), ``by_query`` (extra fields
+    of a by-query answer), and ``faults``: statuses to answer to the next
+    requests, in order (``"down"`` refuses the connection, ``"timeout"`` times out).
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+        self.indices: dict[str, dict[str, Any]] = {}
+        self.hits: list[dict[str, Any]] = []
+        self.count = 0
+        self.reject: dict[str, str] = {}
+        self.busy: dict[str, int] = {}
+        self.by_query: dict[str, Any] = {}
+        self.faults: list[int | str] = []
+        self.plugins: list[dict[str, str]] = [{"name": "node-1", "component": "opensearch-knn", "version": "3.1.0.0"}]
+
+    def client(self) -> Any:
+        from opensearchpy import OpenSearch
+
+        return OpenSearch(
+            hosts=["http://opensearch.invalid:9200"], connection_class=self._connection_class(), max_retries=0
+        )
+
+    def _connection_class(self) -> type:
+        from opensearchpy import Connection
+        from opensearchpy.exceptions import ConnectionError as TransportConnectionError
+        from opensearchpy.exceptions import ConnectionTimeout
+
+        wire = self
+
+        class WireConnection(Connection):
+            def close(self) -> None:
+                """Nothing to close: there is no socket."""
+
+            def perform_request(
+                self,
+                method: str,
+                url: str,
+                params: Any = None,
+                body: Any = None,
+                timeout: Any = None,
+                ignore: Any = (),
+                headers: Any = None,
+            ) -> Any:
+                import json
+
+                path = url.partition("?")[0]
+                decoded = {k: v.decode() if isinstance(v, bytes) else str(v) for k, v in (params or {}).items()}
+                request = Request(method, path, decoded, wire._decode(body))
+                wire.requests.append(request)
+                if wire.faults:
+                    fault = wire.faults.pop(0)
+                    if fault == "down":
+                        raise TransportConnectionError("N/A", "connection refused", OSError("refused"))
+                    if fault == "timeout":
+                        raise ConnectionTimeout("TIMEOUT", "read timed out", OSError("timeout"))
+                    status, answer = int(fault), {"error": {"type": "fault", "reason": "injected"}, "status": fault}
+                else:
+                    status, answer = wire._answer(request)
+                raw = json.dumps(answer)
+                if not 200 <= status < 300 and status not in (ignore or ()):
+                    self._raise_error(status, raw, "application/json")
+                return status, {"content-type": "application/json"}, raw
+
+        return WireConnection
+
+    @staticmethod
+    def _decode(body: Any) -> Any:
+        import json
+
+        if body is None:
+            return None
+        text = body.decode() if isinstance(body, bytes) else str(body)
+        lines = [line for line in text.split("\n") if line.strip()]
+        if len(lines) > 1 or text.endswith("\n"):
+            return [json.loads(line) for line in lines]
+        return json.loads(text)
+
+    def _missing(self, name: str) -> tuple[int, dict[str, Any]]:
+        reason = {"type": "index_not_found_exception", "reason": f"no such index [{name}]", "index": name}
+        return 404, {"error": {**reason, "root_cause": [reason]}, "status": 404}
+
+    def _answer(self, request: Request) -> tuple[int, Any]:
+        segments = [s for s in request.path.split("/") if s]
+        method = request.method
+        if not segments:
+            return 200, {
+                "name": "node-1",
+                "cluster_name": "wire",
+                "cluster_uuid": "wire",
+                "version": {
+                    "distribution": "opensearch",
+                    "number": "3.1.0",
+                    "build_type": "tar",
+                    "build_hash": "x",
+                    "build_date": "2025-01-01T00:00:00Z",
+                    "build_snapshot": False,
+                    "lucene_version": "10.2.1",
+                    "minimum_wire_compatibility_version": "2.19.0",
+                    "minimum_index_compatibility_version": "2.0.0",
+                },
+                "tagline": "The OpenSearch Project: https://opensearch.org/",
+            }
+        if segments == ["_cat", "plugins"]:
+            return 200, self.plugins
+        name = segments[0]
+        if segments[-1] == "_bulk":
+            return 200, self._bulk(request.body or [])
+        if len(segments) == 1:
+            if method == "PUT":
+                if name in self.indices:
+                    error = {"type": "resource_already_exists_exception", "reason": f"index [{name}] already exists"}
+                    return 400, {"error": {**error, "root_cause": [error]}, "status": 400}
+                body = request.body or {}
+                self.indices[name] = {
+                    "aliases": {},
+                    "mappings": body.get("mappings", {}),
+                    "settings": {
+                        "index": {
+                            k: str(v).lower() if isinstance(v, bool) else str(v)
+                            for k, v in (body.get("settings", {}).get("index", {})).items()
+                        }
+                    },
+                }
+                return 200, {"acknowledged": True, "shards_acknowledged": True, "index": name}
+            if name not in self.indices:
+                return self._missing(name)
+            if method == "DELETE":
+                del self.indices[name]
+                return 200, {"acknowledged": True}
+            return 200, {name: self.indices[name]}
+        if name not in self.indices:
+            return self._missing(name)
+        action = segments[1]
+        if action == "_search":
+            return 200, self._search(request.body or {})
+        if action == "_count":
+            return 200, {"count": self.count, "_shards": _SHARDS}
+        if action in ("_delete_by_query", "_update_by_query"):
+            answer: dict[str, Any] = {
+                "took": 1,
+                "timed_out": False,
+                "total": 0,
+                "batches": 0,
+                "version_conflicts": 0,
+                "noops": 0,
+                "retries": {"bulk": 0, "search": 0},
+                "throttled_millis": 0,
+                "requests_per_second": -1.0,
+                "throttled_until_millis": 0,
+                "failures": [],
+            }
+            answer["deleted" if action == "_delete_by_query" else "updated"] = 0
+            answer.update(self.by_query)
+            return 200, answer
+        raise AssertionError(f"the wire does not know {method} {request.path}")
+
+    def _search(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``hits`` as given, or for a sorted search: ordered by score then chunk id, after ``search_after``."""
+        hits = [dict(hit) for hit in self.hits]
+        if "sort" in body:
+            hits.sort(key=lambda h: (-h["_score"], h["_source"]["chunk_id"]))
+            for hit in hits:
+                hit["sort"] = [hit["_score"], hit["_source"]["chunk_id"]]
+            if "search_after" in body:
+                score, chunk_id = body["search_after"]
+                hits = [h for h in hits if (-h["_score"], h["_source"]["chunk_id"]) > (-score, chunk_id)]
+        hits = hits[: body.get("size", 10)]
+        best = max((h["_score"] for h in hits), default=None)
+        return {
+            "took": 1,
+            "timed_out": False,
+            "_shards": _SHARDS,
+            "hits": {"total": {"value": len(hits), "relation": "eq"}, "max_score": best, "hits": hits},
+        }
+
+    def _bulk(self, lines: list[Any]) -> dict[str, Any]:
+        items = []
+        for action in lines[0::2]:
+            ((op, meta),) = action.items()
+            if self.busy.get(meta["_id"], 0) > 0:
+                self.busy[meta["_id"]] -= 1
+                error = {"type": "es_rejected_execution_exception", "reason": "rejected execution"}
+                items.append({op: {"_index": meta["_index"], "_id": meta["_id"], "status": 429, "error": error}})
+            elif meta["_id"] in self.reject:
+                error = {"type": self.reject[meta["_id"]], "reason": "failed to parse field [text]: 'secret words'"}
+                items.append({op: {"_index": meta["_index"], "_id": meta["_id"], "status": 400, "error": error}})
+            else:
+                items.append(
+                    {
+                        op: {
+                            "_index": meta["_index"],
+                            "_id": meta["_id"],
+                            "_version": 1,
+                            "result": "created",
+                            "_shards": {"total": 1, "successful": 1, "failed": 0},
+                            "_seq_no": 0,
+                            "_primary_term": 1,
+                            "status": 201,
+                        }
+                    }
+                )
+        return {"took": 1, "errors": any("error" in next(iter(i.values())) for i in items), "items": items}

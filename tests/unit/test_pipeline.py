@@ -160,3 +160,45 @@ def test_killed_run_resumes_with_no_duplicate_and_no_missing_chunk(
 
 def reference_index_docs(repo: SqlSettingsRepository) -> list[str]:
     return [d.id for d in repo.list_documents(STORE)]
+
+
+class RejectingIndex(FakeIndex):
+    """Refuses the chunks of one document, as OpenSearch may refuse a bulk item."""
+
+    def upsert(self, store_id, chunks):  # type: ignore[no-untyped-def]
+        from indexer.index.port import DocumentsRejected
+
+        if any(c.document_id == "guide.txt" for c in chunks):
+            raise DocumentsRejected("index unavailable: rejected guide.txt", ["guide.txt"])
+        super().upsert(store_id, chunks)
+
+
+class AclFailingIndex(FakeIndex):
+    def set_document_acl(self, store_id, document_id, acl):  # type: ignore[no-untyped-def]
+        from acl.errors import IndexUnavailable
+
+        raise IndexUnavailable("index unavailable: down")
+
+
+def test_rejected_document_is_reported_and_retried_next_run(folder: Path, repo: SqlSettingsRepository) -> None:
+    index = RejectingIndex()
+    report = ingestor(index, repo, FakeEmbedder()).index_folder(folder)
+    assert "guide.txt" in report.failed and sorted(report.indexed) == ["finance/q3.md", "page.html"]
+    assert repo.get_document(STORE, "guide.txt") is None
+    healthy = FakeIndex()
+    again = ingestor(healthy, repo, FakeEmbedder()).index_folder(folder)
+    assert "guide.txt" in again.indexed
+
+
+def test_failed_index_acl_update_marks_document_for_reindex(folder: Path, repo: SqlSettingsRepository) -> None:
+    from acl.errors import IndexUnavailable
+
+    ingestor(FakeIndex(), repo, FakeEmbedder()).index_folder(folder)
+    (folder / "acl.yaml").write_text(MANIFEST.replace("[group:finance]", "[user:bob]"))
+    with pytest.raises(IndexUnavailable):
+        ingestor(AclFailingIndex(), repo, FakeEmbedder()).index_folder(folder)
+    assert repo.acls(STORE, ["finance/q3.md"])["finance/q3.md"] == Acl.of(["user:bob"])  # in force at once
+    index = FakeIndex()
+    report = ingestor(index, repo, FakeEmbedder()).index_folder(folder)
+    assert "finance/q3.md" in report.indexed
+    assert index.count(STORE, {"field": "acl_allow", "operator": "in", "value": ["user:bob"]}) > 0

@@ -1,0 +1,176 @@
+"""``docqa.v1.AdminService`` (store settings, audit trail) and ``docqa.v1.IndexingService`` (pushes)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+
+from acl.errors import DocQAError, InvalidArgument
+from acl.model import Acl
+from service.admin import StoreSummary
+from service.auth import require_admin
+from service.domain import Store
+from service.errors import mapping_for, public_message
+from service.grpc_context import Services, rpc
+
+_SETTINGS = ("level", "min_threshold", "max_threshold", "max_chunks", "prompt_template", "llm_model_id")
+
+
+def settings_message(services: Services, store: Store, documents: int = 0, chunks: int = 0) -> Any:
+    return services.stubs.admin.StoreSettings(
+        store_id=store.id,
+        name=store.name,
+        embedding_model=store.embedding_model,
+        level=store.level,
+        min_threshold=store.min_threshold,
+        max_threshold=store.max_threshold,
+        max_chunks=store.max_chunks,
+        prompt_template=store.prompt_template,
+        llm_model_id=store.llm_model_id,
+        documents=documents,
+        chunks=chunks,
+    )
+
+
+class AdminServicer:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def _summary(self, store_id: str) -> StoreSummary:
+        admin = self.services.app.admin_without_index()
+        store = admin.store(store_id)
+        documents = self.services.app.repository.list_documents(store.id)
+        return StoreSummary(store, len(documents), sum(d.chunk_count for d in documents))
+
+    @rpc
+    def GetStoreSettings(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.services.identity(context)  # any verified caller may read settings
+        summary = self._summary(request.store_id)
+        return settings_message(self.services, summary.store, summary.documents, summary.chunks)
+
+    @rpc
+    def SetStoreSettings(self, request: Any, context: grpc.ServicerContext) -> Any:
+        require_admin(self.services.identity(context))
+        changes = {name: getattr(request, name) for name in _SETTINGS if request.HasField(name)}
+        self.services.app.admin_without_index().update_settings(request.store_id, **changes)
+        summary = self._summary(request.store_id)
+        return settings_message(self.services, summary.store, summary.documents, summary.chunks)
+
+    @rpc
+    def ListStores(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.services.identity(context)
+        summaries = self.services.app.admin_without_index().summaries()
+        return self.services.stubs.admin.ListStoresResponse(
+            stores=[settings_message(self.services, s.store, s.documents, s.chunks) for s in summaries]
+        )
+
+    @rpc
+    def ListAuditEntries(self, request: Any, context: grpc.ServicerContext) -> Any:
+        identity = self.services.identity(context)
+        records = self.services.queries.entries(identity, request.user_id or None, request.limit or 100)
+        entry = self.services.stubs.admin.AuditEntry
+        entries = []
+        for r in records:
+            message = entry(
+                query_id=r.query_id,
+                user_id=r.user_id,
+                store_id=r.store_id,
+                query_class=r.query_class,
+                document_ids=list(r.document_ids),
+                chunk_ids=list(r.chunk_ids),
+                timings_ms=dict(r.timings_ms),
+                outcome=r.outcome,
+                created_at=r.created_at.isoformat(),
+            )
+            if r.threshold is not None:
+                message.threshold = r.threshold
+            entries.append(message)
+        return self.services.stubs.admin.ListAuditEntriesResponse(entries=entries)
+
+
+def _acl(message: Any) -> Acl:
+    return Acl.of(message.allow, message.deny)
+
+
+class IndexingServicer:
+    """Content-management plugins push documents; every call needs the admin role."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def _upsert(self, request: Any) -> Any:
+        if not request.document_id or len(request.document_id) > 1000:
+            raise InvalidArgument("document_id must be 1 to 1000 characters")
+        kind = request.WhichOneof("content")
+        if kind is None:
+            raise InvalidArgument("give the document's text or its bytes with a content type")
+        if kind == "text":
+            data, content_type = request.text.encode("utf-8"), request.content_type or "text/plain"
+        else:
+            if not request.content_type:
+                raise InvalidArgument("content_type is required with data")
+            data, content_type = request.data, request.content_type
+        if not request.HasField("acl"):
+            raise InvalidArgument("acl is required (principals that may read the document)")
+        acl = _acl(request.acl)
+        report = self.services.app.ingestor(request.store_id).upsert_bytes(
+            request.document_id,
+            data,
+            content_type,
+            acl=acl,
+            title=request.title or None,
+            source_uri=request.source_uri,
+        )
+        outcome = "indexed" if report.indexed else "acl_updated" if report.acl_updated else "unchanged"
+        return self.services.stubs.indexing.UpsertDocumentResponse(
+            document_id=request.document_id, outcome=outcome, chunks=report.chunks
+        )
+
+    @rpc
+    def UpsertDocument(self, request: Any, context: grpc.ServicerContext) -> Any:
+        require_admin(self.services.identity(context))
+        return self._upsert(request)
+
+    @rpc
+    def DeleteDocument(self, request: Any, context: grpc.ServicerContext) -> Any:
+        require_admin(self.services.identity(context))
+        store = self.services.app.admin_without_index().find_document_store(
+            request.document_id, request.store_id or None
+        )
+        self.services.app.ingestor(store).delete(request.document_id)
+        return self.services.stubs.indexing.DeleteDocumentResponse()
+
+    @rpc
+    def SetDocumentAcl(self, request: Any, context: grpc.ServicerContext) -> Any:
+        require_admin(self.services.identity(context))
+        _, acl = self.services.app.admin.set_acl(
+            request.document_id, request.acl.allow, request.acl.deny, request.store_id or None
+        )
+        common = self.services.stubs.common
+        return self.services.stubs.indexing.SetDocumentAclResponse(
+            acl=common.Acl(allow=sorted(acl.allow), deny=sorted(acl.deny))
+        )
+
+    @rpc
+    def BulkUpsert(self, request_iterator: Iterator[Any], context: grpc.ServicerContext) -> Any:
+        require_admin(self.services.identity(context))
+        result = self.services.stubs.indexing.BulkUpsertResult
+        results = []
+        for request in request_iterator:
+            try:
+                done = self._upsert(request)
+            except DocQAError as exc:
+                mapping = mapping_for(exc)
+                results.append(
+                    result(
+                        document_id=request.document_id,
+                        ok=False,
+                        outcome=mapping.grpc_status,
+                        error=public_message(exc),
+                    )
+                )
+            else:
+                results.append(result(document_id=done.document_id, ok=True, outcome=done.outcome, chunks=done.chunks))
+        return self.services.stubs.indexing.BulkUpsertResponse(results=results)

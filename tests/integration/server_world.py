@@ -1,0 +1,72 @@
+"""A small DocQA world for the server tests: real servers on 127.0.0.1, fake embedder, three documents."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from acl.model import Acl
+from service.auth import mint_token
+from service.bootstrap import App, build_app
+from service.config import Settings
+from service.generator import Completion, Generator, Prompt
+from tests.fakes_service import FakeEmbedder
+
+STORE = "acme"
+SECRET = "integration-test-secret-" + "0123456789abcdef" * 3
+QUESTION = "How many days of paid vacation leave?"
+
+DOCUMENTS = {
+    # id: (text, allow)
+    "handbook": ("The vacation policy grants 25 days of paid vacation leave per year.", ["group:everyone"]),
+    "executive-pay": ("Executives get 30 days of paid vacation leave and a bonus.", ["group:hr"]),
+    "bob-notes": ("Bob's notes: paid vacation leave days I still have: 12.", ["user:bob"]),
+}
+
+
+def settings_for(data_dir: Path, **auth: object) -> Settings:
+    return Settings(
+        data_dir=data_dir,
+        auth={"hs256_secret": SECRET, **auth},
+        server={"grpc_port": 0, "http_port": 0, "max_message_bytes": 256 * 1024},
+    )
+
+
+def build_world(data_dir: Path, *, generator: Generator | None = None, **auth: object) -> App:
+    """An application with the ``acme`` store: alice is in group hr, bob owns his notes."""
+    app = build_app(settings_for(data_dir, **auth), generator=generator, embedder_factory=lambda _: FakeEmbedder())
+    ingestor = app.ingestor(STORE)
+    for document_id, (text, allow) in DOCUMENTS.items():
+        ingestor.upsert_bytes(
+            document_id,
+            text.encode(),
+            "text/plain",
+            acl=Acl.of(allow),
+            title=document_id.title(),
+            source_uri=f"cms://{document_id}",
+        )
+    app.repository.add_member("group:hr", "user:alice")
+    return app
+
+
+def token(app: App, user: str, *, admin: bool = False, groups: Sequence[str] = (), ttl_s: int = 300) -> str:
+    return mint_token(app.settings, user, admin=admin, groups=groups, ttl_s=ttl_s)
+
+
+def bearer(app: App, user: str, *, admin: bool = False) -> tuple[tuple[str, str]]:
+    return (("authorization", f"Bearer {token(app, user, admin=admin)}"),)
+
+
+class SlowGenerator(Generator):
+    """Answers after a pause (for deadlines), in several pieces."""
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.model_id = "slow"
+        self.context_tokens = 8192
+        self.delay_s = delay_s
+
+    def generate(self, prompt: Prompt) -> Completion:
+        time.sleep(self.delay_s)
+        cited = " ".join(f"[{c.citation}]" for c in prompt.chunks)
+        return Completion(text=f"The answer is in {cited} as generated.", model_id=self.model_id)

@@ -1,0 +1,170 @@
+"""The GraphQL API, health endpoints and /metrics over HTTP on loopback (a real uvicorn server)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from acl.model import Acl
+from service.bootstrap import App
+from service.graphql_app import HttpServer, start_http
+from service.graphql_schema import GraphQLServices, build_schema
+from service.grpc_server import services_for
+from service.metrics import Metrics
+from tests.integration.server_world import QUESTION, STORE, SlowGenerator, build_world, token
+
+ASK = """query Ask($store: String!, $q: String!, $level: Float) {
+  vectorQuery(storeId: $store, question: $q, level: $level) {
+    queryId answer threshold noRelevantDocument retryWithoutThresholdAllowed
+    chunks { documentId chunkId score relevance }
+  }
+}"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[App, HttpServer]]:
+    app = build_world(tmp_path_factory.mktemp("graphql"), generator=SlowGenerator())
+    services = services_for(app, Metrics())
+    http = start_http(GraphQLServices(app, services.authenticator, services.queries, services.metrics), "127.0.0.1", 0)
+    yield app, http
+    http.stop()
+    app.close()
+
+
+def _post(
+    server: Any,
+    query: str,
+    variables: dict[str, Any] | None = None,
+    user: str | None = None,
+    admin: bool = False,
+    headers: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    app, http = server
+    sent = dict(headers or {})
+    if user is not None:
+        sent["authorization"] = f"Bearer {token(app, user, admin=admin)}"
+    reply = httpx.post(
+        f"http://127.0.0.1:{http.port}/graphql",
+        json={"query": query, "variables": variables or {}},
+        headers=sent,
+        timeout=10,
+    )
+    assert reply.status_code == 200, reply.text
+    body: dict[str, Any] = reply.json()
+    return body
+
+
+def _codes(body: dict[str, Any]) -> list[str]:
+    return [e["extensions"]["code"] for e in body.get("errors", [])]
+
+
+def test_users_get_their_own_sources(server: Any) -> None:
+    variables = {"store": STORE, "q": QUESTION, "level": 0.0}
+    alice = _post(server, ASK, variables, "alice")["data"]["vectorQuery"]
+    bob = _post(server, ASK, variables, "bob")["data"]["vectorQuery"]
+    assert {c["documentId"] for c in alice["chunks"]} == {"handbook", "executive-pay"}
+    assert {c["documentId"] for c in bob["chunks"]} == {"handbook", "bob-notes"}
+    assert alice["answer"] and alice["queryId"] and alice["chunks"][0]["relevance"] is not None
+
+
+def test_multi_and_document_queries(server: Any) -> None:
+    multi = _post(
+        server,
+        """query($s: String!, $q: String!) { multiDocumentQuery(storeId: $s, question: $q,
+        documentIds: ["bob-notes"], level: 0.0) { chunks { documentId } } }""",
+        {"s": STORE, "q": QUESTION},
+        "bob",
+    )
+    assert multi["data"]["multiDocumentQuery"]["chunks"] == [{"documentId": "bob-notes"}]
+    hidden = _post(
+        server,
+        """query($s: String!, $q: String!) { documentQuery(storeId: $s, question: $q,
+        documentId: "bob-notes") { answer } }""",
+        {"s": STORE, "q": QUESTION},
+        "alice",
+    )
+    assert _codes(hidden) == ["NOT_FOUND"] and hidden["data"] is None
+
+
+def test_error_codes(server: Any) -> None:
+    variables = {"store": STORE, "q": QUESTION}
+    assert _codes(_post(server, ASK, variables)) == ["UNAUTHENTICATED"]
+    forged = _post(server, ASK, variables, headers={"authorization": "Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJhIn0."})
+    assert _codes(forged) == ["UNAUTHENTICATED"]
+    assert _codes(_post(server, ASK, {**variables, "level": 7.0}, "alice")) == ["BAD_USER_INPUT"]
+    assert _codes(_post(server, ASK, {**variables, "q": "q" * 4001}, "alice")) == ["BAD_USER_INPUT"]
+    assert _codes(_post(server, ASK, {**variables, "store": "nope"}, "alice")) == ["NOT_FOUND"]
+    assert _codes(_post(server, "{ nope }", None, "alice")) == ["GRAPHQL_VALIDATION_FAILED"]
+
+
+def test_admin_only_mutations(server: Any) -> None:
+    set_level = 'mutation { setRelevancyLevel(storeId: "acme", level: 0.4) { id level } }'
+    denied = _post(server, set_level, None, "alice")
+    assert _codes(denied) == ["FORBIDDEN"]
+    done = _post(server, set_level, None, "root", admin=True)
+    assert done["data"]["setRelevancyLevel"] == {"id": STORE, "level": 0.4}
+    bad = _post(
+        server, 'mutation { setRelevancyLevel(storeId: "acme", level: -1) { level } }', None, "root", admin=True
+    )
+    assert _codes(bad) == ["BAD_USER_INPUT"]
+    other = _post(
+        server,
+        'mutation { updateStoreSettings(storeId: "acme", settings: {maxChunks: 6}) { maxChunks } }',
+        None,
+        "root",
+        admin=True,
+    )
+    assert other["data"]["updateStoreSettings"]["maxChunks"] == 6
+    stores = _post(server, "{ stores { id level maxChunks documents } }", None, "alice")
+    assert stores["data"]["stores"] == [{"id": STORE, "level": 0.4, "maxChunks": 6, "documents": 3}]
+    _post(
+        server,
+        'mutation { updateStoreSettings(storeId: "acme", settings: {maxChunks: 8, level: 0.5}) { id } }',
+        None,
+        "root",
+        admin=True,
+    )
+
+
+def test_depth_and_size_limits(server: Any) -> None:
+    fan_out = "{ stores { id } " + "".join(f"a{i}: stores {{ id }} " for i in range(30)) + "}"
+    assert _codes(_post(server, fan_out, None, "alice")) == ["GRAPHQL_VALIDATION_FAILED"]
+    # Depth: with a limit of 1, a query nested deeper is refused before any resolver runs.
+    shallow = build_schema(max_depth=1)
+    deep = asyncio.run(shallow.execute('{ vectorQuery(storeId: "acme", question: "q") { chunks { text } } }'))
+    assert deep.errors and "exceeds maximum operation depth" in deep.errors[0].message
+    _, http = server
+    huge = httpx.post(
+        f"http://127.0.0.1:{http.port}/graphql",
+        content=b"{" + b" " * (300 * 1024) + b"}",
+        headers={"content-type": "application/json"},
+        timeout=10,
+    )
+    assert huge.status_code == 413
+
+
+def test_graphiql_health_and_metrics(server: Any) -> None:
+    _, http = server
+    base = f"http://127.0.0.1:{http.port}"
+    page = httpx.get(f"{base}/graphql", headers={"accept": "text/html"}, timeout=10)
+    assert page.status_code == 200 and "graphiql" in page.text.lower()
+    assert httpx.get(f"{base}/healthz", timeout=10).json() == {"status": "ok"}
+    assert httpx.get(f"{base}/readyz", timeout=10).json() == {"status": "ready"}
+    app = server[0]
+    # A revocation not yet in the index: the search still finds the handbook, the access check drops it.
+    app.repository.set_acl(STORE, "handbook", Acl.of(["user:zed"]))
+    try:
+        revoked = _post(server, ASK, {"store": STORE, "q": QUESTION, "level": 0.0}, "carol")["data"]["vectorQuery"]
+    finally:
+        app.repository.set_acl(STORE, "handbook", Acl.of(["group:everyone"]))
+    assert revoked["chunks"] == [] and revoked["noRelevantDocument"]
+    metrics = httpx.get(f"{base}/metrics", timeout=10).text
+    assert 'docqa_requests_total{code="OK",interface="graphql",method="vectorQuery"}' in metrics
+    assert 'docqa_query_latency_seconds_count{query_class="vector"}' in metrics
+    assert "docqa_llm_latency_seconds_count" in metrics
+    dropped = [line for line in metrics.splitlines() if line.startswith("docqa_access_dropped_chunks_total")]
+    assert dropped and float(dropped[0].split()[-1]) >= 1

@@ -1,0 +1,382 @@
+"""Every request the OpenSearch adapter sends is valid against the official OpenSearch API specification.
+
+Two layers. The body builders are checked one by one against the strict
+schemas (``opensearch_spec``), with negative controls that prove a typo such
+as ``filters`` for ``filter`` fails. Then the adapter runs every operation
+through the real ``opensearch-py`` client and bulk helper over a recording
+wire (no socket), and each request it actually sent — path, method, query
+parameters and body — is checked against the spec's operation for it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from opensearchpy.helpers import expand_action
+
+from acl.model import Acl
+from indexer.index.filters import acl_filter, and_, documents_filter
+from indexer.index.opensearch_filters import to_query
+from indexer.index.opensearch_index import ChunksRejected, OpenSearchIndex, OpenSearchOptions
+from indexer.index.opensearch_mapping import FIELDS, VECTOR_FIELD, HnswSettings, index_body
+from indexer.index.opensearch_requests import (
+    KNN_SCRIPT,
+    bulk_actions,
+    count_body,
+    delete_document_body,
+    delete_documents_body,
+    delete_stale_body,
+    document_id_of_chunk,
+    exact_body,
+    knn_body,
+    set_acl_body,
+)
+from indexer.index.port import StoreSpec
+from tests.contract.index_contract import FILTER_CASES, chunk, random_vectors, unit
+from tests.unit import opensearch_spec as spec
+
+DIM = 8
+SEARCH = spec.request_body("_core", "search")
+COUNT = spec.request_body("_core", "count")
+DELETE_BY_QUERY = spec.request_body("_core", "delete_by_query")
+UPDATE_BY_QUERY = spec.request_body("_core", "update_by_query")
+CREATE_INDEX = spec.request_body("indices", "indices.create")
+BULK = spec.request_body("_core", "bulk", "application/x-ndjson")
+BULK_ACTION = spec.component("_core.bulk", "OperationContainer")
+QUERY = spec.component("_common.query_dsl", "QueryContainer")
+
+NOT_IN = {"field": "acl_deny", "operator": "not in", "value": ["user:x"]}
+FILTERS = [
+    None,
+    acl_filter(["user:alice", "group:x"]),
+    acl_filter([]),
+    and_(acl_filter(["group:x"]), documents_filter(["a.md", "b/c.md"])),
+    *[case for case, _ in FILTER_CASES],
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _spec_present() -> None:
+    if not spec.SPEC_DIR.is_dir():
+        pytest.fail(f"the OpenSearch API specification is missing at {spec.SPEC_DIR} (see opensearch_spec.py)")
+
+
+def vector() -> np.ndarray:
+    return unit(np.arange(DIM) + 1.0)
+
+
+# -- the builders, one by one ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["faiss", "lucene"])
+def test_index_creation_body_matches_the_spec(engine: Any) -> None:
+    body = index_body("acme", 384, HnswSettings(engine=engine, m=24, ef_construction=256, ef_search=120))
+    CREATE_INDEX.check(body)
+    vector_field = body["mappings"]["properties"][VECTOR_FIELD]
+    assert vector_field["dimension"] == 384
+    assert vector_field["method"] == {
+        "name": "hnsw",
+        "space_type": "cosinesimil",
+        "engine": engine,
+        "parameters": {"m": 24, "ef_construction": 256},
+    }
+    assert body["settings"]["index"] == {"knn": True, "knn.algo_param.ef_search": 120}
+    for field in ("store_id", "document_id", "chunk_id", "acl_allow", "acl_deny"):
+        assert body["mappings"]["properties"][field] == {"type": "keyword"}
+    assert body["mappings"]["properties"]["text"] == {"type": "text"}
+
+
+@pytest.mark.parametrize("filter_", FILTERS, ids=range(len(FILTERS)))
+def test_filter_translation_is_a_valid_query(filter_: Any) -> None:
+    QUERY.check(to_query(filter_))
+
+
+@pytest.mark.parametrize("filter_", FILTERS, ids=range(len(FILTERS)))
+def test_knn_query_with_the_filter_inside_matches_the_spec(filter_: Any) -> None:
+    body = knn_body(vector(), 7, None if filter_ is None else to_query(filter_), ef_search=100)
+    SEARCH.check(body)
+    clause = body["query"]["knn"][VECTOR_FIELD]
+    assert body["size"] == clause["k"] == 7
+    assert ("filter" in clause) == (filter_ is not None)  # efficient filtering: inside the knn query
+    assert clause["method_parameters"] == {"ef_search": 100}
+    assert knn_body(vector(), 500, None, ef_search=100)["query"]["knn"][VECTOR_FIELD]["method_parameters"] == {
+        "ef_search": 500
+    }
+
+
+@pytest.mark.parametrize("filter_", FILTERS, ids=range(len(FILTERS)))
+def test_exact_script_score_query_matches_the_spec(filter_: Any) -> None:
+    body = exact_body(vector(), 5, to_query(filter_))
+    SEARCH.check(body)
+    SEARCH.check(exact_body(vector(), 5, to_query(filter_), search_after=[1.5, "a#0"]))
+    script = body["query"]["script_score"]["script"]
+    # The spec leaves script params free-form, so their names are pinned to the k-NN plugin's here.
+    assert {k: script[k] for k in ("source", "lang")} == KNN_SCRIPT == {"source": "knn_score", "lang": "knn"}
+    assert set(script["params"]) == {"field", "query_value", "space_type"}
+    assert script["params"]["space_type"] == "cosinesimil" and script["params"]["field"] == VECTOR_FIELD
+    assert body["query"]["script_score"]["query"] == {"bool": {"filter": [to_query(filter_)]}}
+
+
+def test_count_delete_and_update_by_query_bodies_match_the_spec() -> None:
+    COUNT.check(count_body(to_query(acl_filter(["group:x"]))))
+    COUNT.check(count_body(to_query(None)))
+    DELETE_BY_QUERY.check(delete_document_body("handbook/vacation.md"))
+    DELETE_BY_QUERY.check(delete_documents_body(["a.md", "b.md"]))
+    DELETE_BY_QUERY.check(delete_stale_body(["a.md"], ["a.md#0", "a.md#1"]))
+    body = set_acl_body("a.md", Acl.of(["group:x", "user:bob"], ["user:eve"]))
+    UPDATE_BY_QUERY.check(body)
+    assert body["script"]["params"] == {"allow": ["group:x", "user:bob"], "deny": ["user:eve"]}
+
+
+def test_bulk_lines_match_the_spec_and_the_mapping() -> None:
+    chunks = [
+        chunk("handbook/a b#c.md", i, v, allow=("group:x",), deny=("user:e",))
+        for i, v in enumerate(random_vectors(3, 1))
+    ]
+    actions = bulk_actions("docqa-acme", "acme", chunks, [c.vector for c in chunks])
+    lines: list[Any] = []
+    for action in actions:
+        meta, source = expand_action(action)  # exactly what the bulk helper sends
+        BULK_ACTION.check(meta)
+        lines += [meta, source]
+        assert meta == {"index": {"_index": "docqa-acme", "_id": source["chunk_id"]}}  # deterministic _id
+        mapping = index_body("acme", DIM, HnswSettings())["mappings"]["properties"]
+        assert set(source) == set(mapping) == {VECTOR_FIELD, *FIELDS}  # strict mapping: no stray field
+        assert len(source[VECTOR_FIELD]) == 16
+    BULK.check(lines)
+
+
+def test_long_chunk_ids_get_a_deterministic_id_within_the_limit() -> None:
+    assert document_id_of_chunk("a/b c#3") == "a/b c#3"
+    long = "x" * 600 + "#0"
+    assert document_id_of_chunk(long) == document_id_of_chunk(long)
+    assert len(document_id_of_chunk(long).encode()) <= 512 and document_id_of_chunk(long) != document_id_of_chunk(
+        "y" * 600 + "#0"
+    )
+
+
+# -- negative controls: the strict schemas catch typos --------------------------------------------
+
+
+def _typo(body: dict[str, Any], path: list[Any], wrong: str) -> dict[str, Any]:
+    bad = copy.deepcopy(body)
+    node: Any = bad
+    for key in path[:-1]:
+        node = node[key]
+    node[wrong] = node.pop(path[-1])
+    return bad
+
+
+def test_filters_instead_of_filter_in_the_knn_query_fails() -> None:
+    body = knn_body(vector(), 3, to_query(acl_filter(["group:x"])), ef_search=100)
+    bad = _typo(body, ["query", "knn", VECTOR_FIELD, "filter"], "filters")
+    problems = SEARCH.errors(bad)
+    assert problems and any("'filters' was unexpected" in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("schema", "body", "path", "wrong"),
+    [
+        (SEARCH, knn_body(unit(np.ones(DIM)), 3, None, 100), ["query", "knn"], "knnn"),
+        (SEARCH, knn_body(unit(np.ones(DIM)), 3, None, 100), ["size"], "sise"),
+        (SEARCH, exact_body(unit(np.ones(DIM)), 3, to_query(None)), ["query", "script_score", "script"], "scripts"),
+        (COUNT, count_body(to_query(NOT_IN)), ["query", "bool", "must_not"], "mustnot"),
+        (COUNT, count_body(to_query(NOT_IN)), ["query", "bool", "must_not", 0, "terms"], "term_s"),
+        (DELETE_BY_QUERY, delete_document_body("a"), ["query", "bool", "filter"], "filters"),
+        (UPDATE_BY_QUERY, set_acl_body("a", Acl.of(["user:x"])), ["script"], "scrpit"),
+        (
+            CREATE_INDEX,
+            index_body("s", DIM, HnswSettings()),
+            ["mappings", "properties", VECTOR_FIELD, "dimension"],
+            "dimensions",
+        ),
+        (CREATE_INDEX, index_body("s", DIM, HnswSettings()), ["mappings", "dynamic"], "dynamc"),
+    ],
+)
+def test_a_misspelt_key_fails_the_spec(
+    schema: spec.BodySchema, body: dict[str, Any], path: list[Any], wrong: str
+) -> None:
+    schema.check(body)
+    assert schema.errors(_typo(body, path, wrong))
+
+
+def test_a_misspelt_bulk_action_fails_the_spec() -> None:
+    assert BULK_ACTION.errors({"index": {"_index": "i", "id": "x#0"}})
+    assert BULK_ACTION.errors({"indx": {"_index": "i", "_id": "x#0"}})
+
+
+# -- positive controls: real requests of the spec project's test stories pass -------------------
+
+
+def _story_requests() -> Iterator[tuple[str, str, str, Any]]:
+    for path in spec.stories():
+        story = spec.load_story(path)
+        if not isinstance(story, dict):
+            continue
+        for step in [*(story.get("prologues") or []), *(story.get("chapters") or [])]:
+            payload = (step.get("request") or {}).get("payload")
+            if payload is not None and "{" not in step["path"].replace("{index}", "movies"):
+                yield path.name, step["method"], step["path"].replace("{index}", "movies"), payload
+
+
+STORY_REQUESTS = [r for r in _story_requests() if r[2] in ("/movies", "/movies/_search", "/_bulk")]
+
+
+def test_the_stories_hold_requests_of_each_kind() -> None:
+    assert {(m, p) for _, m, p, _ in STORY_REQUESTS} >= {
+        ("PUT", "/movies"),
+        ("POST", "/movies/_search"),
+        ("POST", "/_bulk"),
+    }
+
+
+@pytest.mark.parametrize(("story", "method", "path", "payload"), STORY_REQUESTS, ids=lambda v: str(v)[:30])
+def test_requests_of_real_test_stories_pass_the_strict_schemas(
+    story: str, method: str, path: str, payload: Any
+) -> None:
+    schema = spec.operation(method, path).body_schema()
+    assert schema is not None
+    schema.check(payload)
+
+
+# -- what the adapter actually sends, through the real client ---------------------------------------
+
+
+@pytest.fixture
+def wire() -> spec.FakeWire:
+    return spec.FakeWire()
+
+
+def _adapter(wire: spec.FakeWire, **options: Any) -> OpenSearchIndex:
+    return OpenSearchIndex(wire.client(), OpenSearchOptions(bulk_batch=2, **options), sleep=lambda _: None)
+
+
+def _check_sent(wire: spec.FakeWire) -> set[str]:
+    groups = set()
+    for request in wire.requests:
+        operation = request.operation
+        groups.add(operation.group)
+        assert not operation.parameter_errors(request.params), (request.method, request.path)
+        schema = operation.body_schema()
+        if request.body is None:
+            continue
+        assert schema is not None, f"{operation.group} takes no body"
+        schema.check(request.body)
+        if operation.group == "bulk":
+            for meta in request.body[0::2]:
+                BULK_ACTION.check(meta)
+    return groups
+
+
+@pytest.mark.parametrize("engine", ["faiss", "lucene"])
+def test_every_request_the_adapter_sends_matches_the_spec(wire: spec.FakeWire, engine: Any) -> None:
+    index = _adapter(wire, hnsw=HnswSettings(engine=engine))
+    index.ensure(StoreSpec("acme", DIM))
+    index.ensure(StoreSpec("acme", DIM))  # existing index: read and checked, not created again
+    vectors = [unit(v[:DIM]) for v in random_vectors(5, 3)]
+    index.upsert("acme", [chunk("a.md", i, vectors[i]) for i in range(3)] + [chunk("b.md", 0, vectors[3])])
+    wire.reject = {"c.md#1": "mapper_parsing_exception"}
+    with pytest.raises(ChunksRejected, match=r"c\.md"):
+        index.upsert("acme", [chunk("c.md", i, vectors[i]) for i in range(2)])
+    wire.reject = {}
+    index.delete_document("acme", "b.md")
+    index.set_document_acl("acme", "a.md", Acl.of(["user:carol"], ["group:x"]))
+    for filter_ in FILTERS:
+        index.exact("acme", vectors[0], 4, filter_)  # type: ignore[arg-type]
+        index.knn("acme", vectors[0], 4, filter_)  # type: ignore[arg-type]
+        index.count("acme", filter_)
+    index.server()
+    index.check_store("acme")
+    index.drop("acme")
+    groups = _check_sent(wire)
+    assert groups >= {
+        "indices.create",
+        "indices.get",
+        "indices.delete",
+        "bulk",
+        "delete_by_query",
+        "update_by_query",
+        "search",
+        "count",
+        "info",
+        "cat.plugins",
+    }
+
+
+def test_bulk_goes_out_in_batches_with_the_configured_refresh(wire: spec.FakeWire) -> None:
+    index = _adapter(wire, refresh="wait_for")
+    index.ensure(StoreSpec("acme", DIM))
+    vectors = random_vectors(5, 4)
+    index.upsert("acme", [chunk("a.md", i, unit(vectors[i][:DIM])) for i in range(5)])
+    bulks = [r for r in wire.requests if r.operation.group == "bulk"]
+    assert [len(r.body) // 2 for r in bulks] == [2, 2, 1]
+    assert all(r.params.get("refresh") == "wait_for" for r in bulks)
+    (stale,) = [r for r in wire.requests if r.operation.group == "delete_by_query"]
+    assert stale.body == delete_stale_body(["a.md"], [f"a.md#{i}" for i in range(5)])
+    assert stale.params == {"refresh": "true", "conflicts": "proceed"}
+    _check_sent(wire)
+
+
+# -- configuration decides the adapter ----------------------------------------------------------------
+
+
+def _settings(**opensearch: Any) -> Any:
+    from service.config import load_settings
+
+    return load_settings(
+        index={"backend": "opensearch", "opensearch": {"url": "https://os.example:9200", **opensearch}}
+    )
+
+
+def test_opensearch_configuration_builds_the_adapter_without_connecting() -> None:
+    from service.bootstrap import build_app
+
+    settings = _settings(
+        engine="faiss", m=32, ef_search=64, index_prefix="prod-", max_retries=5, refresh="true", bulk_batch=250
+    )
+    app = build_app(settings)
+    index = app.index  # unit tests may not open sockets: building the adapter makes no request
+    assert isinstance(index, OpenSearchIndex)
+    assert index.options.hnsw == HnswSettings(engine="faiss", m=32, ef_construction=128, ef_search=64)
+    assert (index.options.max_retries, index.options.refresh, index.options.bulk_batch) == (5, "true", 250)
+    assert index.index_name("acme") == "prod-acme"
+    app.close()
+
+
+def test_secrets_stay_out_of_reprs_and_reach_the_client_only_as_headers() -> None:
+    from indexer.index.opensearch_index import connect
+
+    settings = _settings(username="svc-user-4711", password="pw-4711-secret")
+    shown = repr(settings) + str(settings) + repr(settings.index.opensearch)
+    assert "pw-4711-secret" not in shown and "svc-user-4711" not in shown
+    keyed = _settings(api_key="key-4711-secret")
+    assert "key-4711-secret" not in repr(keyed)
+    index = connect("http://127.0.0.1:9200", api_key="key-4711-secret")
+    assert index._client.transport.get_connection().headers["authorization"] == "ApiKey key-4711-secret"
+    index.close()
+
+
+@pytest.mark.parametrize(
+    ("index", "key"),
+    [
+        ({"backend": "opensearch"}, "index.opensearch.url"),
+        ({"backend": "opensearch", "opensearch": {"url": "ftp://os:21"}}, "http:// or https://"),
+        ({"backend": "opensearch", "opensearch": {"url": "https://u:p@os:9200"}}, "must not contain credentials"),
+        ({"opensearch": {"url": "https://os:9200", "username": "u"}}, "username and password go together"),
+        ({"opensearch": {"url": "https://os", "username": "u", "password": "p", "api_key": "k"}}, "not both"),
+        ({"opensearch": {"engine": "nmslib"}}, "engine"),
+        ({"opensearch": {"index_prefix": "Bad Prefix"}}, "index_prefix"),
+        ({"opensearch": {"ca_certs": "/nonexistent/ca.pem"}}, "ca_certs"),
+        ({"backend": "elastic"}, "index.backend"),
+    ],
+)
+def test_bad_opensearch_configuration_stops_start_up_naming_the_key(index: dict[str, Any], key: str) -> None:
+    from acl.errors import ConfigurationError
+    from service.config import load_settings
+
+    with pytest.raises(ConfigurationError, match=key):
+        load_settings(index=index)

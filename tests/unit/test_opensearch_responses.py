@@ -1,0 +1,388 @@
+"""The OpenSearch adapter reads what servers answer, and turns failures into DocQA's errors.
+
+The answers come from two places: the real-server responses recorded in the
+OpenSearch API project's k-NN test stories, and a recording wire under the
+real ``opensearch-py`` client (whose answers are themselves checked against
+the spec's response schemas). No socket is opened and nothing sleeps: the
+adapter's backoff goes to a recorded ``sleep``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from acl.errors import ConfigurationError, IndexUnavailable, InvalidArgument, NotFound
+from acl.model import Acl
+from indexer.index.filters import acl_filter, documents_filter
+from indexer.index.opensearch_index import ChunksRejected, OpenSearchIndex, OpenSearchOptions
+from indexer.index.opensearch_mapping import HnswSettings, IndexFacts, index_body, index_name, mapping_problems
+from indexer.index.opensearch_requests import chunk_source, delete_documents_body, delete_stale_body
+from indexer.index.opensearch_responses import (
+    cosine_from_knn_score,
+    cosine_from_script_score,
+    search_hits,
+    server_facts,
+)
+from indexer.index.port import ChunkRecord, StoreSpec
+from tests.contract.index_contract import chunk, random_vectors, unit
+from tests.unit import opensearch_spec as spec
+
+DIM = 8
+STORE = "acme"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _spec_present() -> None:
+    if not spec.STORIES_DIR.is_dir():
+        pytest.fail(f"the OpenSearch test stories are missing at {spec.STORIES_DIR} (see opensearch_spec.py)")
+
+
+class Sleeps(list[float]):
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+
+
+@pytest.fixture
+def wire() -> spec.FakeWire:
+    return spec.FakeWire()
+
+
+@pytest.fixture
+def sleeps() -> Sleeps:
+    return Sleeps()
+
+
+def adapter(wire: spec.FakeWire, sleeps: Sleeps, **options: Any) -> OpenSearchIndex:
+    index = OpenSearchIndex(wire.client(), OpenSearchOptions(**options), sleep=sleeps)
+    index.ensure(StoreSpec(STORE, DIM))
+    wire.requests.clear()
+    return index
+
+
+def vectors(count: int, seed: int = 1) -> list[np.ndarray]:
+    return [unit(v[:DIM]) for v in random_vectors(count, seed)]
+
+
+def hit(record: ChunkRecord, score: float, index: str = "docqa-acme") -> dict[str, Any]:
+    source = chunk_source(STORE, record, np.ones(DIM))
+    del source["embedding"]  # searches exclude it
+    return {"_index": index, "_id": record.chunk_id, "_score": score, "_source": source}
+
+
+# -- the real servers' responses of the test stories ---------------------------------------------------
+
+
+def _story_responses() -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for path in spec.stories():
+        story = spec.load_story(path)
+        for chapter in story.get("chapters") or []:
+            payload = (chapter.get("response") or {}).get("payload")
+            if chapter.get("path", "").endswith("/_search") and isinstance(payload, dict) and "hits" in payload:
+                found.append((Path(path).name, payload))
+    return found
+
+
+STORY_RESPONSES = _story_responses()
+
+
+def test_the_stories_hold_knn_search_responses_with_and_without_hits() -> None:
+    counts = {name: len(payload["hits"]["hits"]) for name, payload in STORY_RESPONSES}
+    assert counts.get("search_k.yaml") == 1 and counts.get("search_filter.yaml") == 0
+
+
+@pytest.mark.parametrize(("story", "payload"), STORY_RESPONSES, ids=[name for name, _ in STORY_RESPONSES])
+def test_search_hits_reads_every_story_response(story: str, payload: dict[str, Any]) -> None:
+    hits = search_hits(payload)
+    assert len(hits) == len(payload["hits"]["hits"])
+    for raw, parsed in zip(payload["hits"]["hits"], hits, strict=True):
+        assert parsed.score == float(raw["_score"]) and parsed.source == raw["_source"]
+        assert parsed.id == raw.get("_id")  # the stories record no _id; chunks are read from _source
+
+
+@pytest.mark.parametrize(("story", "payload"), STORY_RESPONSES, ids=[name for name, _ in STORY_RESPONSES])
+def test_the_adapter_answers_a_story_response(
+    wire: spec.FakeWire, sleeps: Sleeps, story: str, payload: dict[str, Any]
+) -> None:
+    index = adapter(wire, sleeps)
+    wire.hits = payload["hits"]["hits"]
+    wire.count = len(wire.hits)
+    if not wire.hits:  # a filter that matches nothing: no hit, and no exact fallback either
+        assert index.knn(STORE, vectors(1)[0], 1, acl_filter(["group:x"])) == []
+        assert [r.operation.group for r in wire.requests] == ["search", "count"]
+        return
+    # Hits of another application's index are refused plainly, not with a KeyError.
+    with pytest.raises(IndexUnavailable, match="unexpected OpenSearch response"):
+        index.knn(STORE, vectors(1)[0], 1, acl_filter(["group:x"]))
+    # The same real hits carrying a DocQA chunk: a query identical to the chunk scores 1 in any space.
+    record = chunk("a.md", 0, vectors(1)[0])
+    wire.hits = [{**h, "_source": hit(record, 0.0)["_source"]} for h in payload["hits"]["hits"]]
+    (found,) = index.knn(STORE, vectors(1)[0], 1, acl_filter(["group:everyone"]))
+    assert found.chunk == record and found.score == pytest.approx(cosine_from_knn_score(1.0)) == 1.0
+
+
+def test_malformed_responses_are_unavailable_not_key_errors() -> None:
+    responses: list[Any] = [
+        {},
+        {"hits": []},
+        {"hits": {"hits": [{"_score": 1}]}},
+        {"hits": {"hits": [{"_source": {}}]}},
+    ]
+    for response in responses:
+        with pytest.raises(IndexUnavailable, match="unexpected"):
+            search_hits(response)
+
+
+# -- scores ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cos", np.linspace(-1.0, 1.0, 21).tolist())
+def test_scores_convert_back_to_cosine(cos: float) -> None:
+    knn_score = np.float32((1.0 + cos) / 2.0)  # what the knn query returns (float32) in cosinesimil
+    script_score = np.float32(1.0 + cos)  # what the knn_score script returns in cosinesimil
+    assert cosine_from_knn_score(float(knn_score)) == pytest.approx(cos, abs=1e-6)
+    assert cosine_from_script_score(float(script_score)) == pytest.approx(cos, abs=1e-6)
+
+
+def test_scores_stay_within_cosine_range() -> None:
+    assert cosine_from_knn_score(1.0000001) == 1.0 and cosine_from_knn_score(0.0) == -1.0
+    assert cosine_from_script_score(2.0000002) == 1.0 and cosine_from_script_score(-0.0000001) == -1.0
+
+
+def test_knn_hits_are_cosine_sorted_ties_by_chunk_id(wire: spec.FakeWire, sleeps: Sleeps) -> None:
+    index = adapter(wire, sleeps)
+    records = {d: chunk(d, 0, vectors(1)[0], allow=("group:x",), deny=("user:eve",)) for d in "dbca"}
+    cosines = {"d": 0.5, "b": 0.9, "c": 0.5, "a": -0.25}
+    wire.hits = [hit(records[d], (1 + cos) / 2) for d, cos in cosines.items()]
+    found = index.knn(STORE, vectors(1)[0], 4, acl_filter(["group:x"]))
+    assert [(h.chunk.chunk_id, round(h.score, 6)) for h in found] == [
+        ("b#0", 0.9),
+        ("c#0", 0.5),
+        ("d#0", 0.5),
+        ("a#0", -0.25),
+    ]
+    assert found[0].chunk == records["b"]  # every field round-trips; the vector is not returned
+    assert found[0].chunk.acl == Acl.of(["group:x"], ["user:eve"])
+
+
+def test_exact_hits_are_cosine_and_page_with_search_after(wire: spec.FakeWire, sleeps: Sleeps) -> None:
+    index = adapter(wire, sleeps, page_size=2)
+    records = [chunk(f"d{i}", 0, vectors(1)[0]) for i in range(5)]
+    cosines = [0.1, 0.7, 0.7, -0.3, 0.95]
+    wire.hits = [hit(r, 1 + c) for r, c in zip(records, cosines, strict=True)]
+    found = index.exact(STORE, vectors(1)[0], 5, documents_filter([f"d{i}" for i in range(5)]))
+    assert [(h.chunk.chunk_id, round(h.score, 6)) for h in found] == [
+        ("d4#0", 0.95),
+        ("d1#0", 0.7),
+        ("d2#0", 0.7),
+        ("d0#0", 0.1),
+        ("d3#0", -0.3),
+    ]
+    searches = [r.body for r in wire.requests if r.operation.group == "search"]
+    assert [b["size"] for b in searches] == [2, 2, 1]
+    assert "search_after" not in searches[0] and searches[1]["search_after"] == [1.7, "d1#0"]
+
+
+def test_knn_falls_back_to_exact_when_it_returns_fewer_than_k_of_more_matches(
+    wire: spec.FakeWire, sleeps: Sleeps
+) -> None:
+    index = adapter(wire, sleeps)
+    wire.hits = [hit(chunk("a", 0, vectors(1)[0]), 1.0)]
+    wire.count = 3
+    index.knn(STORE, vectors(1)[0], 3, acl_filter(["group:x"]))
+    kinds = [
+        "script_score" if "script_score" in r.body["query"] else "knn"
+        for r in wire.requests
+        if r.operation.group == "search"
+    ]
+    assert kinds == ["knn", "script_score"]
+
+
+@pytest.mark.parametrize("k", [0, -1, 1.5, True])
+def test_k_is_checked_before_any_request(wire: spec.FakeWire, sleeps: Sleeps, k: Any) -> None:
+    index = adapter(wire, sleeps)
+    with pytest.raises(InvalidArgument):
+        index.knn(STORE, vectors(1)[0], k, None)  # type: ignore[arg-type]
+    assert wire.requests == []
+
+
+# -- writes -----------------------------------------------------------------------------------------------
+
+
+def test_a_rejected_chunk_names_its_document_removes_it_and_writes_the_rest(
+    wire: spec.FakeWire, sleeps: Sleeps
+) -> None:
+    index = adapter(wire, sleeps)
+    v = vectors(3)
+    wire.reject = {"bad.md#1": "mapper_parsing_exception"}
+    with pytest.raises(ChunksRejected) as caught:
+        index.upsert(STORE, [chunk("good.md", 0, v[0]), chunk("bad.md", 0, v[1]), chunk("bad.md", 1, v[2])])
+    assert caught.value.document_ids == ("bad.md",)
+    assert "bad.md" in caught.value.message and "mapper_parsing_exception (400)" in caught.value.message
+    assert "secret words" not in caught.value.message  # the server's reason may quote document text
+    deletes = [r.body for r in wire.requests if r.operation.group == "delete_by_query"]
+    assert deletes == [delete_stale_body(["good.md"], ["good.md#0"]), delete_documents_body(["bad.md"])]
+
+
+def test_a_bad_vector_is_refused_before_anything_is_sent(wire: spec.FakeWire, sleeps: Sleeps) -> None:
+    index = adapter(wire, sleeps)
+    good = chunk("a", 0, vectors(1)[0])
+    bad_vectors: list[Any] = [np.ones(DIM + 1), np.zeros(DIM), None]
+    for bad in bad_vectors:
+        with pytest.raises(InvalidArgument):
+            index.upsert(STORE, [good, dataclasses.replace(chunk("a", 1, vectors(1)[0]), vector=bad)])
+    assert wire.requests == []
+
+
+def test_chunks_refused_as_busy_are_sent_again_then_reported(wire: spec.FakeWire, sleeps: Sleeps) -> None:
+    index = adapter(wire, sleeps, max_retries=2)
+    v = vectors(3)
+    wire.busy = {"a#1": 2}  # 429 twice, then accepted
+    index.upsert(STORE, [chunk("a", i, v[i]) for i in range(3)])
+    sent = [[meta["index"]["_id"] for meta in r.body[0::2]] for r in wire.requests if r.operation.group == "bulk"]
+    assert sent == [["a#0", "a#1", "a#2"], ["a#1"], ["a#1"]] and sleeps == [0.5, 1.0]
+    wire.busy = {"a#2": 5}  # busy beyond the retries
+    with pytest.raises(ChunksRejected, match=r"es_rejected_execution_exception \(429\)"):
+        index.upsert(STORE, [chunk("a", i, v[i]) for i in range(3)])
+
+
+def test_an_incomplete_by_query_is_retried_then_unavailable(wire: spec.FakeWire, sleeps: Sleeps) -> None:
+    index = adapter(wire, sleeps, max_retries=2)
+    wire.by_query = {"version_conflicts": 2, "failures": [{"cause": {"type": "version_conflict_engine_exception"}}]}
+    with pytest.raises(IndexUnavailable, match="version_conflict_engine_exception"):
+        index.set_document_acl(STORE, "a.md", Acl.of(["user:x"]))
+    assert len([r for r in wire.requests if r.operation.group == "update_by_query"]) == 3
+    assert sleeps == [0.5, 1.0]
+
+
+# -- failures ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fault", ["down", "timeout", 429, 502, 503, 504, 500])
+def test_transient_failures_are_retried_with_backoff(wire: spec.FakeWire, sleeps: Sleeps, fault: Any) -> None:
+    index = adapter(wire, sleeps, max_retries=3, backoff_s=0.25)
+    wire.faults = [fault, fault]
+    wire.count = 7
+    assert index.count(STORE) == 7
+    assert len(wire.requests) == 3 and sleeps == [0.25, 0.5]
+
+
+@pytest.mark.parametrize("fault", ["down", "timeout", 429, 503])
+def test_persistent_failures_become_index_unavailable_after_bounded_retries(
+    wire: spec.FakeWire, sleeps: Sleeps, fault: Any
+) -> None:
+    index = adapter(wire, sleeps, max_retries=3, backoff_s=1.0, max_backoff_s=3.0)
+    wire.faults = [fault] * 10
+    with pytest.raises(IndexUnavailable, match=r"^index unavailable: .*after 4 attempt"):
+        index.knn(STORE, vectors(1)[0], 3, acl_filter(["group:x"]))
+    assert len(wire.requests) == 4 and sleeps == [1.0, 2.0, 3.0]
+
+
+def test_a_refused_request_is_not_retried(wire: spec.FakeWire, sleeps: Sleeps) -> None:
+    index = adapter(wire, sleeps)
+    wire.faults = [400]
+    with pytest.raises(IndexUnavailable, match=r"refused .* \(HTTP 400 fault\)"):
+        index.count(STORE)
+    assert len(wire.requests) == 1 and sleeps == []
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_refused_credentials_are_a_configuration_error(wire: spec.FakeWire, sleeps: Sleeps, status: int) -> None:
+    index = adapter(wire, sleeps)
+    wire.faults = [status]
+    with pytest.raises(ConfigurationError, match=f"HTTP {status}"):
+        index.count(STORE)
+
+
+def test_a_missing_index_is_an_unknown_store(wire: spec.FakeWire, sleeps: Sleeps) -> None:
+    index = adapter(wire, sleeps)
+    for call in (
+        lambda: index.count("other"),
+        lambda: index.knn("other", vectors(1)[0], 1, acl_filter(["group:x"])),
+        lambda: index.delete_document("other", "a"),
+        lambda: index.drop("other"),
+    ):
+        with pytest.raises(NotFound, match="'other' does not exist"):
+            call()
+
+
+# -- the index mapping ------------------------------------------------------------------------------------
+
+
+def facts_of(body: dict[str, Any], name: str = "docqa-acme") -> IndexFacts:
+    """What GET /<index> of an index created with ``body`` reads like (settings come back as strings)."""
+    settings = {"index": {k: str(v).lower() for k, v in body["settings"]["index"].items()}}
+    return IndexFacts.parse(name, {name: {"aliases": {}, "mappings": body["mappings"], "settings": settings}})
+
+
+def test_an_index_created_by_the_adapter_matches_its_configuration() -> None:
+    hnsw = HnswSettings(engine="faiss")
+    facts = facts_of(index_body(STORE, 384, hnsw))
+    assert (facts.dimension, facts.engine, facts.space_type, facts.store_id) == (384, "faiss", "cosinesimil", STORE)
+    assert mapping_problems(facts, 384, hnsw) == []
+
+
+def test_an_incompatible_index_is_described() -> None:
+    facts = facts_of(index_body(STORE, 384, HnswSettings(engine="faiss")))
+    problems = mapping_problems(facts, 768, HnswSettings(engine="lucene"))
+    assert problems == ["vector dimension is 384, expected 768", "engine is 'faiss', expected 'lucene'"]
+    body = index_body(STORE, 384, HnswSettings())
+    body["mappings"]["properties"]["acl_allow"] = {"type": "text"}
+    body["settings"]["index"]["knn"] = False
+    assert mapping_problems(facts_of(body), 384, HnswSettings()) == [
+        "setting index.knn is not true",
+        "field 'acl_allow' is 'text', expected 'keyword'",
+    ]
+
+
+def test_ensure_refuses_an_existing_index_of_another_shape(wire: spec.FakeWire, sleeps: Sleeps) -> None:
+    index = adapter(wire, sleeps)
+    with pytest.raises(InvalidArgument, match=r"'docqa-acme' .*dimension is 8, expected 9"):
+        index.ensure(StoreSpec(STORE, DIM + 1))
+    other = OpenSearchIndex(wire.client(), OpenSearchOptions(hnsw=HnswSettings(engine="faiss")), sleep=sleeps)
+    with pytest.raises(InvalidArgument, match="engine is 'lucene', expected 'faiss'"):
+        other.ensure(StoreSpec(STORE, DIM))
+    assert not [r for r in wire.requests if r.method == "PUT"]  # never re-created or changed
+
+
+def test_index_names_are_valid_and_distinct() -> None:
+    assert index_name("docqa-", "acme") == "docqa-acme"
+    assert index_name("docqa-", "Acme") != index_name("docqa-", "acme")
+    assert index_name("docqa-", "Acme") == index_name("docqa-", "Acme").lower()
+    with pytest.raises(InvalidArgument):
+        index_name("", "_x")
+
+
+def test_server_facts_report_the_knn_plugin(wire: spec.FakeWire, sleeps: Sleeps) -> None:
+    index = adapter(wire, sleeps)
+    facts = index.server()
+    assert (facts.distribution, facts.version, facts.knn_plugin) == ("opensearch", "3.1.0", True)
+    assert facts.version_tuple() == (3, 1, 0)
+    assert not server_facts({"version": {"number": "2.19.1"}}, [{"component": "opensearch-security"}]).knn_plugin
+
+
+def test_the_wire_answers_as_the_spec_describes(wire: spec.FakeWire, sleeps: Sleeps) -> None:
+    """The stand-in's answers have the shapes the spec gives real ones (so the tests above read real shapes)."""
+    import json
+
+    index = adapter(wire, sleeps)
+    wire.hits = [hit(chunk("a", 0, vectors(1)[0]), 1.5)]
+    answers: list[tuple[spec.Request, tuple[int, Any] | None]] = []
+    index.upsert(STORE, [chunk("a", 0, vectors(1)[0])])
+    for request in list(wire.requests):
+        answers.append((request, wire._answer(request)))
+    answers.append((spec.Request("POST", "/docqa-acme/_search", {}, {"size": 1}), None))
+    answers.append((spec.Request("POST", "/docqa-acme/_count", {}, {}), None))
+    answers.append((spec.Request("GET", "/", {}, None), None))
+    answers.append((spec.Request("GET", "/docqa-acme", {}, None), None))
+    for request, answer in answers:
+        status, body = answer if answer is not None else wire._answer(request)
+        schema = request.operation.response_schema(status)
+        assert schema is not None, request.path
+        schema.check(json.loads(json.dumps(body)))
+    index.close()

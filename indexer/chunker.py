@@ -192,9 +192,7 @@ class _Run:
     def _units(self, block: Block, kind: UnitKind) -> list[_Unit]:
         """The block as units of at most ``budget`` tokens: sentences, or one heading."""
         start, end = block.start, block.end
-        spans = [
-            (s + start, e + start) for s, e in self._tokenizer.token_spans(self._text[start:end])
-        ]
+        spans = [(s + start, e + start) for s, e in self._tokenizer.token_spans(self._text[start:end])]
         starts = [s for s, _ in spans]
         ranges = [(start, end)] if kind == "heading" else self._sentences(start, end)
         units: list[_Unit] = []

@@ -49,12 +49,17 @@ class AuditedQueries:
     repository: Callable[[], SettingsRepository]
     metrics: Metrics
 
-    def ask(self, identity: Identity, query: Query, interface: str) -> Answer:
-        """The engine's answer; the record is written (outcome = status name) whether it succeeds or not."""
+    def ask(
+        self, identity: Identity, query: Query, interface: str, on_text: Callable[[str], None] | None = None
+    ) -> Answer:
+        """The engine's answer; the record is written (outcome = status name) whether it succeeds or not.
+
+        ``on_text`` receives the answer text as the generator streams it.
+        """
         name = query_class(query)
         started = time.perf_counter()
         try:
-            answer = self.engine().ask(identity.caller(), query)
+            answer = self.engine().ask(identity.caller(), query, on_text)
         except DocQAError as exc:
             self._record_failure(identity, query, name, interface, mapping_for(exc).grpc_status, started)
             raise

@@ -171,7 +171,6 @@ class App:
             if close is not None:
                 close()
 
-
     # servers (gRPC, GraphQL) ------------------------------------------------------------
     def served_engine(self, metrics: Metrics) -> QueryEngine:
         """A query engine for the servers: the same adapters, with the access check metered."""
@@ -192,6 +191,7 @@ class App:
             ),
         )
 
+
 def build_app(
     settings: Settings,
     *,
@@ -208,4 +208,3 @@ def build_app(
         _generator=generator,
         _embedder_factory=embedder_factory,
     )
-

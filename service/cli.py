@@ -211,7 +211,6 @@ def cmd_doctor(args: argparse.Namespace, app: Any) -> int:
     """Check configuration and connectivity; print one line per check; never print a secret."""
     from sqlalchemy.engine import make_url
 
-
     settings = app.settings
     failed = 0
 

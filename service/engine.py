@@ -22,7 +22,7 @@ from acl.errors import GeneratorUnavailable, InvalidArgument, NotFound
 from indexer.embedder import Embedder
 from indexer.index import ChunkRecord, Index, SearchHit, acl_filter, and_, documents_filter
 from service.domain import Store
-from service.generator import ContextChunk, Generator, Prompt
+from service.generator import Completion, ContextChunk, Generator, Prompt
 from service.prompting import Budgeted, fit_prompt
 from service.queries import (
     NO_ANSWER_GENERATED,
@@ -101,8 +101,12 @@ class QueryEngine:
         self._limits = limits
 
     # public -------------------------------------------------------------------
-    def ask(self, caller: Caller, query: Query) -> Answer:
-        """Run ``query`` for ``caller``; raise InvalidArgument/NotFound before any work."""
+    def ask(self, caller: Caller, query: Query, on_text: Callable[[str], None] | None = None) -> Answer:
+        """Run ``query`` for ``caller``; raise InvalidArgument/NotFound before any work.
+
+        With ``on_text`` the generator streams: each piece of answer text is
+        handed to ``on_text`` as it is produced, before the answer is returned.
+        """
         clock = _Clock()
         store = self._store(query.store_id)
         question = self._question(query.question)
@@ -121,7 +125,7 @@ class QueryEngine:
             name = "document"
         else:  # pragma: no cover - the type system rules it out
             raise InvalidArgument(f"unknown query class {type(query).__name__}")
-        return self._finish(store, caller, question, name, scope, query.perform_llm_query, clock)
+        return self._finish(store, caller, question, name, scope, query.perform_llm_query, clock, on_text)
 
     def principals(self, caller: Caller) -> frozenset[str]:
         """The caller's principal set: user, transitive groups, token groups, everyone."""
@@ -329,6 +333,7 @@ class QueryEngine:
         scope: _Scope,
         perform_llm_query: bool,
         clock: _Clock,
+        on_text: Callable[[str], None] | None = None,
     ) -> Answer:
         scale = Threshold(store.min_threshold, store.max_threshold)
         chunks = tuple(self._source(scope, hit, scale) for hit in scope.hits)
@@ -360,7 +365,7 @@ class QueryEngine:
                     generation_error = "not even the best source fits the language model's context window"
             if generation_error is None:
                 try:
-                    completion = self._generator.generate(prompt)
+                    completion = self._generate(prompt, on_text)
                 except GeneratorUnavailable as exc:
                     # The caller still gets the scored sources, with a plain statement instead of an answer.
                     generation_error = exc.message
@@ -402,6 +407,16 @@ class QueryEngine:
             result.timings_ms["total"],
         )
         return result
+
+    def _generate(self, prompt: Prompt, on_text: Callable[[str], None] | None) -> Completion:
+        """The generator's completion; streamed piece by piece to ``on_text`` when given."""
+        if on_text is None:
+            return self._generator.generate(prompt)
+        pieces: list[str] = []
+        for piece in self._generator.stream(prompt):
+            pieces.append(piece)
+            on_text(piece)
+        return Completion(text="".join(pieces), model_id=self._generator.model_id, stop_reason="streamed")
 
     @staticmethod
     def _source(scope: _Scope, hit: SearchHit, scale: Threshold) -> SourceChunk:

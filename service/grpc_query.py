@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import queue
 import re
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -100,13 +102,42 @@ class QueryServicer:
         return answer
 
     def _stream(self, query: Query, context: grpc.ServicerContext) -> Iterator[Any]:
-        """Answer text first (in pieces), then each scored source, then the whole result."""
-        answer = self._ask(query, context)
+        """Answer text first, as the generator produces it, then each scored source, then the whole result.
+
+        The query runs in a worker thread that hands text pieces over a queue,
+        so each piece reaches the client while the generator is still working.
+        """
+        identity = self.services.identity(context)
+        check_deadline(context)
         event = self.services.stubs.query.QueryEvent
-        for piece in _PIECE.findall(answer.answer or ""):
+        pieces: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+        def work() -> None:
+            try:
+                answer = self.services.queries.ask(identity, query, "grpc", lambda t: pieces.put(("text", t)))
+            except BaseException as exc:  # re-raised in the servicer thread, mapped there
+                pieces.put(("error", exc))
+            else:
+                pieces.put(("answer", answer))
+
+        worker = threading.Thread(target=work, name="docqa-stream", daemon=True)
+        worker.start()
+        streamed = False
+        while True:
+            kind, item = pieces.get()
+            if kind == "error":
+                raise item
+            if kind == "answer":
+                answer = item
+                break
             if not context.is_active():
                 raise DeadlineExceeded("the client went away or its deadline passed")
-            yield event(text=piece)
+            streamed = True
+            yield event(text=item)
+        if not streamed:  # no generation (nothing relevant, no LLM, or the LLM failed): the statement whole
+            for piece in _PIECE.findall(answer.answer or ""):
+                yield event(text=piece)
+        check_deadline(context)
         for chunk in answer.chunks:
             yield event(source=chunk_message(self.services, chunk))
         yield event(done=answer_message(self.services, answer))

@@ -320,7 +320,6 @@ class SqlSettingsRepository(SettingsRepository):
             s.execute(delete(MembershipRow).where(MembershipRow.origin == origin))
             s.add_all([MembershipRow(group=g, member=m, origin=origin) for g, m in sorted(rows)])
 
-
     # the query audit trail (appended with the gRPC/GraphQL servers) ---------------------
     def record_audit(self, record: AuditRecord) -> None:
         with self._session() as s:
@@ -346,6 +345,7 @@ class SqlSettingsRepository(SettingsRepository):
             query = query.where(AuditRow.user_id == user_id)
         with self._session() as s:
             return [_audit(row) for row in s.scalars(query)]
+
 
 def _group(principal: str) -> str:
     validate_principal(principal)

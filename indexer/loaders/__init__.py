@@ -78,9 +78,7 @@ def load_path(path: Path) -> LoadedDocument:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise LoadError(
-            f"{path.name}: cannot read file ({exc.strerror or type(exc).__name__})"
-        ) from exc
+        raise LoadError(f"{path.name}: cannot read file ({exc.strerror or type(exc).__name__})") from exc
     return load_bytes(data, content_type, path.name)
 
 
@@ -89,7 +87,5 @@ def _loader_for(media_type: str) -> Callable[[bytes, str], LoadedDocument] | Non
     if entry is None:
         return None
     module, function = entry
-    loader: Callable[[bytes, str], LoadedDocument] = getattr(
-        import_module(f"{__name__}.{module}"), function
-    )
+    loader: Callable[[bytes, str], LoadedDocument] = getattr(import_module(f"{__name__}.{module}"), function)
     return loader

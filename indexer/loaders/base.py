@@ -81,9 +81,7 @@ def unreadable(name: str, what: str, exc: BaseException) -> LoadError:
 
     Library messages can quote bytes of the file, so they stay out of the message.
     """
-    return LoadError(
-        f"{name}: cannot read {what}: corrupt or unsupported file ({type(exc).__name__})"
-    )
+    return LoadError(f"{name}: cannot read {what}: corrupt or unsupported file ({type(exc).__name__})")
 
 
 class DocumentBuilder:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from acl.model import Acl
@@ -68,5 +69,15 @@ class SlowGenerator(Generator):
 
     def generate(self, prompt: Prompt) -> Completion:
         time.sleep(self.delay_s)
+        return Completion(text=self._text(prompt), model_id=self.model_id)
+
+    def stream(self, prompt: Prompt) -> Iterator[str]:
+        """The same text, a word at a time, as a language model streams it."""
+        time.sleep(self.delay_s)
+        self.streamed = getattr(self, "streamed", 0) + 1
+        yield from re.findall(r"\S+\s*", self._text(prompt))
+
+    @staticmethod
+    def _text(prompt: Prompt) -> str:
         cited = " ".join(f"[{c.citation}]" for c in prompt.chunks)
-        return Completion(text=f"The answer is in {cited} as generated.", model_id=self.model_id)
+        return f"The answer is in {cited} as generated."

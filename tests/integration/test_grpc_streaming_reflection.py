@@ -47,6 +47,7 @@ def test_stream_sends_text_then_sources_then_done(world: Any, stubs: Stubs) -> N
     assert "".join(e.text for e in events if e.WhichOneof("event") == "text") == done.answer
     assert [e.source.chunk_id for e in events if e.WhichOneof("event") == "source"] == [c.chunk_id for c in done.chunks]
     assert {c.document_id for c in done.chunks} == {"handbook", "executive-pay"}
+    assert app.generator.streamed >= 1  # the pieces came from the generator's own stream
 
 
 def test_stream_errors_are_status_codes(world: Any, stubs: Stubs) -> None:

@@ -74,9 +74,7 @@ def test_headings_give_heading_paths(chunker: Chunker, tokenizer: HFTokenizer) -
 
 
 def test_empty_parent_heading_joins_its_first_child(chunker: Chunker) -> None:
-    chunks = chunker.chunk(
-        markdown("# Guide\n\n## Install\n\nSteps.\n\n## Empty\n\n## Last\n\nEnd.\n")
-    )
+    chunks = chunker.chunk(markdown("# Guide\n\n## Install\n\nSteps.\n\n## Empty\n\n## Last\n\nEnd.\n"))
     assert [(c.heading_path, c.text) for c in chunks] == [
         (("Guide", "Install"), "Guide\n\nInstall\n\nSteps."),
         (("Guide", "Empty"), "Empty"),
@@ -92,9 +90,7 @@ def test_whole_paragraphs_are_packed_together(chunker: Chunker) -> None:
     assert chunks[0].text == doc.text
 
 
-def test_paragraphs_are_not_split_when_they_fit_a_chunk(
-    chunker: Chunker, tokenizer: HFTokenizer
-) -> None:
+def test_paragraphs_are_not_split_when_they_fit_a_chunk(chunker: Chunker, tokenizer: HFTokenizer) -> None:
     paragraphs = [sentences(8, f"subject{i}") for i in range(12)]  # ~110 tokens each
     doc = markdown("\n\n".join(paragraphs))
     chunks = chunker.chunk(doc)
@@ -105,9 +101,7 @@ def test_paragraphs_are_not_split_when_they_fit_a_chunk(
     assert_valid(doc, chunks, tokenizer)
 
 
-def test_long_paragraph_is_split_at_sentence_boundaries(
-    chunker: Chunker, tokenizer: HFTokenizer
-) -> None:
+def test_long_paragraph_is_split_at_sentence_boundaries(chunker: Chunker, tokenizer: HFTokenizer) -> None:
     doc = markdown("# Long\n\n" + sentences(120))
     chunks = chunker.chunk(doc)
     assert len(chunks) >= 4
@@ -120,9 +114,7 @@ def test_long_paragraph_is_split_at_sentence_boundaries(
     assert total_tokens(tokenizer, chunks[0].text) > LIMIT - 40  # packed, not one per sentence
 
 
-def test_long_sentence_without_spaces_is_split_at_tokens(
-    chunker: Chunker, tokenizer: HFTokenizer
-) -> None:
+def test_long_sentence_without_spaces_is_split_at_tokens(chunker: Chunker, tokenizer: HFTokenizer) -> None:
     # No whitespace at all, thousands of tokens. (A run of letters over 100 characters
     # would be one [UNK] token to WordPiece, so punctuation keeps the tokens coming.)
     blob = "-".join(f"part{i}" for i in range(3000))
@@ -134,9 +126,7 @@ def test_long_sentence_without_spaces_is_split_at_tokens(
     assert_valid(doc, chunks, tokenizer)
 
 
-def test_long_sentence_without_punctuation_is_cut_between_words(
-    chunker: Chunker, tokenizer: HFTokenizer
-) -> None:
+def test_long_sentence_without_punctuation_is_cut_between_words(chunker: Chunker, tokenizer: HFTokenizer) -> None:
     words = " ".join(f"word{i}" for i in range(3000))
     doc = LoadedDocument(text=words, title="words")
     chunks = chunker.chunk(doc)
@@ -216,8 +206,7 @@ def test_chunks_are_rechecked_and_shrunk_when_over_the_limit() -> None:
 # -- properties ----------------------------------------------------------------------------
 
 _ALPHABET = st.sampled_from(
-    list("abcdefghij ABC  ..!?,;:-'\"()\n\t0123456789")
-    + ["é", "ß", "日本", "😀", "\u200b", "xyzxyzxyz"]
+    [*list("abcdefghij ABC  ..!?,;:-'\"()\n\t0123456789"), "é", "ß", "日本", "😀", "\u200b", "xyzxyzxyz"]
 )
 _TEXT = st.lists(_ALPHABET, min_size=1, max_size=400).map("".join)
 _LONG_WORD = st.integers(min_value=50, max_value=2000).map(lambda n: "q" * n)
@@ -226,17 +215,13 @@ _ELEMENT = st.one_of(
     _TEXT,
     _LONG_WORD,
     st.lists(_TEXT, min_size=1, max_size=30).map(lambda xs: " ".join(xs)),
-    st.lists(_TEXT.map(lambda t: "- " + t.replace("\n", " ")), min_size=1, max_size=5).map(
-        "\n".join
-    ),
+    st.lists(_TEXT.map(lambda t: "- " + t.replace("\n", " ")), min_size=1, max_size=5).map("\n".join),
 )
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(elements=st.lists(_ELEMENT, min_size=1, max_size=12), limit=st.sampled_from([16, 64, 256]))
-def test_random_markdown_chunks_are_valid(
-    tokenizer: HFTokenizer, elements: list[str], limit: int
-) -> None:
+def test_random_markdown_chunks_are_valid(tokenizer: HFTokenizer, elements: list[str], limit: int) -> None:
     try:
         doc = markdown("\n\n".join(elements))
     except LoadError:
@@ -253,9 +238,7 @@ def test_random_markdown_chunks_are_valid(
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.text(min_size=1, max_size=3000))
-def test_random_plain_text_chunks_are_valid(
-    chunker: Chunker, tokenizer: HFTokenizer, text: str
-) -> None:
+def test_random_plain_text_chunks_are_valid(chunker: Chunker, tokenizer: HFTokenizer, text: str) -> None:
     doc = LoadedDocument(text=text, title="t")
     chunks = chunker.chunk(doc)
     covered: set[int] = set()

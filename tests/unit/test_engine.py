@@ -185,3 +185,24 @@ def test_narrow_access_still_fills_k() -> None:
     answer = engine.ask(Caller("few"), VectorQuery(STORE, "anything", level=0, max_chunks=10))
     assert len(answer.chunks) == 10
     assert {int(c.document_id[1:]) for c in answer.chunks} <= readable
+
+
+def test_streaming_hands_each_piece_over_before_the_answer(world: World) -> None:
+    from collections.abc import Iterator
+
+    from service.generator import Prompt
+
+    class Streaming(type(world.generator)):  # type: ignore[misc]
+        def stream(self, prompt: Prompt) -> Iterator[str]:
+            self.prompts.append(prompt)
+            yield from ("Revenue ", "was ", "48 million [1]")
+
+    generator = Streaming()
+    engine = type(world.engine)(
+        repository=world.repo, index=world.index, embedder_for=lambda _: world.embedder, generator=generator
+    )
+    pieces: list[str] = []
+    answer = engine.ask(Caller("alice"), VectorQuery(STORE, "revenue third quarter"), on_text=pieces.append)
+    assert pieces == ["Revenue ", "was ", "48 million [1]"]
+    assert answer.answer == "Revenue was 48 million [1]"
+    assert all(c.document_id in {"q3.md", "vacation.md"} for p in generator.prompts for c in p.chunks)

@@ -131,7 +131,7 @@ HTML = """<!DOCTYPE html>
 
 
 def test_supported_suffixes_and_content_types() -> None:
-    assert SUPPORTED_SUFFIXES == {".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx"}
+    assert {".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx"} == SUPPORTED_SUFFIXES
     assert content_type_for("a/B.MD") == "text/markdown"
     assert content_type_for(Path("x.htm")) == "text/html"
     assert content_type_for("x.pdf") == "application/pdf"
@@ -141,9 +141,7 @@ def test_supported_suffixes_and_content_types() -> None:
 
 
 def test_text_paragraphs_and_stem_title(tmp_path: Path) -> None:
-    path = write(
-        tmp_path, "notes.txt", "First line\r\nsame paragraph  \n\n\n  Second\x00 paragraph\n"
-    )
+    path = write(tmp_path, "notes.txt", "First line\r\nsame paragraph  \n\n\n  Second\x00 paragraph\n")
     doc = load_path(path)
     assert doc.title == "notes"
     assert doc.content_type == "text/plain"

@@ -5,15 +5,17 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acl.errors import DocQAError, IndexUnavailable, InvalidArgument, NotFound
 from acl.model import Acl, validate_principal
-from indexer.index import Index
 from service.config import StoreDefaults
 from service.domain import Store, validate_store_id
 from service.repository import SettingsRepository
 from service.threshold import Threshold, parse_level
+
+if TYPE_CHECKING:
+    from indexer.index import Index
 
 
 @dataclass(frozen=True, slots=True)

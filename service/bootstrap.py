@@ -12,20 +12,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from acl.checker import AccessChecker
 from acl.errors import ConfigurationError
-from indexer.embedder import Embedder
-from indexer.index import Index, StoreSpec
-from service.admin import Admin
 from service.config import Settings
-from service.engine import Limits, QueryEngine
-from service.generator import Generator
-from service.repository import SettingsRepository
 
 if TYPE_CHECKING:
+    # Only for types: commands that never query (stores, settings, groups, acl)
+    # must not pay for numpy, the engine or the index at start-up.
+    from acl.checker import AccessChecker
+    from indexer.embedder import Embedder
+    from indexer.index import Index
+    from service.admin import Admin
+    from service.engine import QueryEngine
+    from service.generator import Generator
     from service.metrics import Metrics
+    from service.repository import SettingsRepository
 
-EmbedderFactory = Callable[[str], Embedder]
+EmbedderFactory = Callable[[str], "Embedder"]
 
 
 @dataclass
@@ -47,9 +49,12 @@ class App:
             if self._repository is None:
                 from service.sql_repository import SqlSettingsRepository
 
-                if self.settings.database.url is None:
+                laptop = self.settings.database.url is None
+                if laptop:
                     self.settings.data_dir.mkdir(parents=True, exist_ok=True)
-                self._repository = SqlSettingsRepository.from_url(self.settings.database_url)
+                # The laptop's SQLite file is migrated on first use; a configured database
+                # (PostgreSQL in production) must be migrated by `docqa db upgrade` first.
+                self._repository = SqlSettingsRepository.from_url(self.settings.database_url, upgrade=laptop)
             return self._repository
 
     @property
@@ -129,27 +134,39 @@ class App:
     def engine(self) -> QueryEngine:
         with self._lock:
             if self._engine is None:
-                limits = self.settings.query
-                self._engine = QueryEngine(
-                    repository=self.repository,
-                    index=self.index,
-                    embedder_for=self.embedder,
-                    generator=self.generator,
-                    checker=AccessChecker(self.repository),
-                    limits=Limits(
-                        max_question_chars=limits.max_question_chars,
-                        max_k=limits.max_k,
-                        max_documents=limits.max_documents,
-                    ),
-                )
+                from acl.checker import AccessChecker
+
+                self._engine = self._make_engine(self.index, AccessChecker(self.repository))
             return self._engine
+
+    def _make_engine(self, index: Index, checker: AccessChecker) -> QueryEngine:
+        """A query engine over these adapters with the given index and access checker."""
+        from service.engine import Limits, QueryEngine
+
+        limits = self.settings.query
+        return QueryEngine(
+            repository=self.repository,
+            index=index,
+            embedder_for=self.embedder,
+            generator=self.generator,
+            checker=checker,
+            limits=Limits(
+                max_question_chars=limits.max_question_chars,
+                max_k=limits.max_k,
+                max_documents=limits.max_documents,
+            ),
+        )
 
     @property
     def admin(self) -> Admin:
+        from service.admin import Admin
+
         return Admin(self.repository, self.index)
 
     def admin_without_index(self) -> Admin:
         """Admin operations that never touch the index (fast start-up)."""
+        from service.admin import Admin
+
         return Admin(self.repository, None)
 
     def ingestor(self, store_id: str):  # type: ignore[no-untyped-def]
@@ -160,6 +177,8 @@ class App:
         store = self.admin.ensure_store(store_id, embedder.model_name, self.settings.store_defaults)
         if store.embedding_model != embedder.model_name:  # pragma: no cover - ensure_store checks
             raise ConfigurationError("embedding model mismatch")
+        from indexer.index import StoreSpec
+
         self.index.ensure(StoreSpec(store_id, embedder.dimension))
         return Ingestor(index=self.index, catalog=self.repository, embedder=embedder, store_id=store_id)
 
@@ -177,19 +196,7 @@ class App:
         from service.metrics import metered
 
         index, checker = metered(self.index, self.repository, metrics)
-        limits = self.settings.query
-        return QueryEngine(
-            repository=self.repository,
-            index=index,
-            embedder_for=self.embedder,
-            generator=self.generator,
-            checker=checker,
-            limits=Limits(
-                max_question_chars=limits.max_question_chars,
-                max_k=limits.max_k,
-                max_documents=limits.max_documents,
-            ),
-        )
+        return self._make_engine(index, checker)
 
 
 def build_app(

@@ -327,6 +327,41 @@ def cmd_token(args: argparse.Namespace, app: Any) -> int:
     return 0
 
 
+def cmd_db(args: argparse.Namespace, app: Any) -> int:
+    """The settings database's schema: ``upgrade`` applies the migrations, ``current`` tells the revision."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import OperationalError
+
+    from acl.errors import Unavailable
+    from service.sql_repository import make_engine
+
+    settings = app.settings
+    if settings.database.url is None:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    shown = make_url(settings.database_url).render_as_string(hide_password=True)
+    engine = make_engine(settings.database_url)
+    try:
+        return _db_action(args.action, engine, shown)
+    except OperationalError as exc:
+        raise Unavailable(f"settings database {shown} unavailable: {exc.orig.__class__.__name__}") from None
+    finally:
+        engine.dispose()
+
+
+def _db_action(action: str, engine: Any, shown: str) -> int:
+    from service import schema
+
+    before, head = schema.current_revision(engine), schema.head_revision()
+    if action == "upgrade":
+        after = schema.upgrade(engine)
+        change = "already at" if before == after else f"upgraded from {before or 'empty'} to"
+        print(f"settings database {shown}: {change} {after}")
+        return 0
+    state = "up to date" if before == head else "out of date: run 'docqa db upgrade'"
+    print(f"settings database {shown}: at {before or 'empty (no schema)'}, head {head} ({state})")
+    return 0 if before == head else 1
+
+
 # ---------------------------------------------------------------------------- parser
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse's own exit code 2, no traceback
@@ -417,6 +452,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--admin", action="store_true", help="give the admin role")
     p.add_argument("--ttl", type=int, metavar="S", help="lifetime in seconds (default: auth.default_ttl_s)")
     p.set_defaults(handler=cmd_token)
+
+    p = sub.add_parser("db", help="the settings database's schema (Alembic migrations)")
+    p.add_argument("action", choices=["upgrade", "current"], help="upgrade: apply migrations; current: show revision")
+    p.set_defaults(handler=cmd_db)
     return parser
 
 

@@ -4,13 +4,16 @@ Every value is validated when the configuration is loaded; a bad one stops
 start-up with a ``ConfigurationError`` naming the key. Environment variables
 use the prefix ``DOCQA_`` and ``__`` between nested keys
 (``DOCQA_EMBEDDING__MODEL``); ``DOCQA_CONFIG`` names the YAML file and
-``DOCQA_DATA_DIR`` the data directory.
+``DOCQA_DATA_DIR`` the data directory; ``DOCQA_DATABASE_URL`` is accepted for
+``database.url``. Secrets (keys typed ``SecretStr``, a password in the database
+URL) come only from the environment or files, never from the YAML file.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import typing
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
@@ -40,7 +43,8 @@ class _Section(BaseModel):
 
 class DatabaseConfig(_Section):
     #: SQLAlchemy URL; None = SQLite file ``settings.sqlite`` in the data directory.
-    url: str | None = None
+    #: It may hold a password, so it comes from DOCQA_DATABASE_URL in production and stays out of reprs.
+    url: str | None = Field(None, repr=False)
 
 
 class OpenSearchConfig(_Section):
@@ -230,6 +234,18 @@ class QueryConfig(_Section):
     max_documents: int = Field(1000, ge=1)
 
 
+class _DatabaseUrlAlias(PydanticBaseSettingsSource):
+    """``DOCQA_DATABASE_URL``, the usual name for a service's database URL, sets ``database.url``
+    (``DOCQA_DATABASE__URL`` wins when both are set)."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        url = os.environ.get("DOCQA_DATABASE_URL")
+        return {"database": {"url": url}} if url else {}
+
+
 class Settings(BaseSettings):
     """The whole configuration of a DocQA process."""
 
@@ -260,7 +276,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings, _DatabaseUrlAlias(settings_cls)]
         yaml_file = _YAML_FILE.get()
         if yaml_file:
             sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=yaml_file))
@@ -288,16 +304,66 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
         raise ConfigurationError(f"DOCQA_CONFIG: configuration file {path} does not exist")
     token = _YAML_FILE.set(path or None)
     try:
-        return Settings(**overrides)
+        problems = _secrets_in_file(path) if path else []
+        settings = Settings(**overrides)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()
-        )
-        raise ConfigurationError(f"invalid configuration: {problems}") from None
+        problems += [f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()]
     except (OSError, ValueError, yaml.YAMLError) as exc:  # unreadable or malformed YAML
         raise ConfigurationError(f"cannot read configuration {path}: {exc}") from None
     finally:
         _YAML_FILE.reset(token)
+    if problems:
+        raise ConfigurationError(f"invalid configuration: {'; '.join(problems)}")
+    return settings
+
+
+def _secret_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Dotted keys of every secret (SecretStr) setting under ``model``."""
+    keys: list[str] = []
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        options = typing.get_args(annotation) or (annotation,)
+        if SecretStr in options:
+            keys.append(prefix + name)
+        for option in options:
+            if isinstance(option, type) and issubclass(option, BaseModel):
+                keys.extend(_secret_keys(option, f"{prefix}{name}."))
+    return keys
+
+
+def _env_name(key: str) -> str:
+    return "DOCQA_" + key.upper().replace(".", "__")
+
+
+def _secrets_in_file(path: str) -> list[str]:
+    """Secrets never come from the YAML file: name each one found there and where it belongs."""
+    import yaml
+
+    with open(path, encoding="utf-8") as handle:
+        data = yaml.safe_load(handle)
+    problems: list[str] = []
+
+    def value(key: str) -> Any:
+        node: Any = data
+        for part in key.split("."):
+            if not isinstance(node, dict) or node.get(part) is None:
+                return None
+            node = node[part]
+        return node
+
+    for key in _secret_keys(Settings):
+        if value(key) is not None:
+            hint = " or auth.hs256_secret_file" if key == "auth.hs256_secret" else ""
+            problems.append(
+                f"{key}: a secret must not be in the configuration file; set {_env_name(key)}{hint} instead"
+            )
+    url = value("database.url")
+    if isinstance(url, str) and urlsplit(url).password:
+        problems.append(
+            "database.url: the configuration file must not hold the database password; "
+            "set DOCQA_DATABASE_URL (or DOCQA_DATABASE__URL) instead"
+        )
+    return problems
 
 
 class ServerConfig(_Section):

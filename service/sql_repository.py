@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -31,6 +32,7 @@ from service.domain import DocumentRecord, Store
 from service.repository import ADMIN_ORIGIN, AuditRecord, SettingsRepository
 
 _BATCH = 500  # ids per IN (...) clause
+log = logging.getLogger("docqa.sql_repository")
 
 
 class Base(DeclarativeBase):
@@ -98,6 +100,10 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
+def _safe_url(engine: Engine) -> str:
+    return engine.url.render_as_string(hide_password=True)
+
+
 def _store(row: StoreRow) -> Store:
     return Store(
         id=row.id,
@@ -121,14 +127,34 @@ class SqlSettingsRepository(SettingsRepository):
     """Settings in any SQL database SQLAlchemy speaks."""
 
     def __init__(self, engine: Engine, *, create: bool = True) -> None:
+        """``create``: apply the migrations up to head (the laptop default, tests);
+        otherwise refuse a schema that is not at head (ConfigurationError naming ``docqa db upgrade``)."""
+        from service import schema
+
         self._engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
-        if create:
-            Base.metadata.create_all(engine)
+        try:
+            if create:
+                revision = schema.upgrade(engine)
+                log.info("settings database %s at schema revision %s", _safe_url(engine), revision)
+            else:
+                schema.check(engine)
+        except OperationalError as exc:
+            raise Unavailable(f"settings database unavailable: {exc.orig.__class__.__name__}") from None
 
     @classmethod
-    def from_url(cls, url: str) -> SqlSettingsRepository:
-        return cls(make_engine(url))
+    def from_url(cls, url: str, *, upgrade: bool = True) -> SqlSettingsRepository:
+        """A repository on ``url``; ``upgrade=False`` (a configured production database) only checks the schema.
+
+        An in-memory SQLite database is always migrated: it starts empty every time.
+        """
+        in_memory = url in ("sqlite://", "sqlite:///:memory:")
+        engine = make_engine(url)
+        try:
+            return cls(engine, create=upgrade or in_memory)
+        except BaseException:
+            engine.dispose()
+            raise
 
     @contextmanager
     def _session(self) -> Iterator[Session]:

@@ -7,11 +7,15 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import grpc
+
 from acl.model import Acl
 from service.auth import mint_token
 from service.bootstrap import App, build_app
 from service.config import Settings
 from service.generator import Completion, Generator, Prompt
+from service.grpc_server import GrpcServer, services_for, start_grpc
+from service.metrics import Metrics
 from tests.fakes_service import FakeEmbedder
 
 STORE = "acme"
@@ -81,3 +85,14 @@ class SlowGenerator(Generator):
     def _text(prompt: Prompt) -> str:
         cited = " ".join(f"[{c.citation}]" for c in prompt.chunks)
         return f"The answer is in {cited} as generated."
+
+
+def serve_grpc(data_dir: Path) -> Iterator[tuple[App, GrpcServer, grpc.Channel]]:
+    """A world behind a real gRPC server on loopback, and a channel to it; closed at the end."""
+    app = build_world(data_dir, generator=SlowGenerator())
+    server = start_grpc(services_for(app, Metrics()), "127.0.0.1", 0)
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    yield app, server, channel
+    channel.close()
+    server.stop(0)
+    app.close()

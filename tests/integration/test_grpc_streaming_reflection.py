@@ -12,21 +12,14 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
 from service.bootstrap import App
-from service.grpc_server import GrpcServer, services_for, start_grpc
+from service.grpc_server import GrpcServer
 from service.grpc_stubs import Stubs, load
-from service.metrics import Metrics
-from tests.integration.server_world import QUESTION, STORE, SlowGenerator, bearer, build_world
+from tests.integration.server_world import QUESTION, STORE, bearer, serve_grpc
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[App, GrpcServer, grpc.Channel]]:
-    app = build_world(tmp_path_factory.mktemp("grpc-stream"), generator=SlowGenerator())
-    server = start_grpc(services_for(app, Metrics()), "127.0.0.1", 0)
-    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
-    yield app, server, channel
-    channel.close()
-    server.stop(0)
-    app.close()
+    yield from serve_grpc(tmp_path_factory.mktemp("grpc-stream"))
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ embed never import the embedding model.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -123,17 +124,8 @@ def cmd_search(args: argparse.Namespace, app: Any) -> int:
 
 
 def _store_dict(store: Any) -> dict[str, Any]:
-    return {
-        "id": store.id,
-        "name": store.name,
-        "embedding_model": store.embedding_model,
-        "level": store.level,
-        "min_threshold": store.min_threshold,
-        "max_threshold": store.max_threshold,
-        "max_chunks": store.max_chunks,
-        "llm_model_id": store.llm_model_id,
-        "prompt_template": store.prompt_template,
-    }
+    """Every setting of a store, in its field order."""
+    return dataclasses.asdict(store)
 
 
 def cmd_stores(args: argparse.Namespace, app: Any) -> int:

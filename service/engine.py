@@ -61,7 +61,6 @@ class _Scope:
     threshold: float | None
     level: float | None
     one_document: bool
-    whole: dict[str, str] | None = None  # document id -> full text, when sent whole
 
 
 class _Clock:
@@ -233,9 +232,12 @@ class QueryEngine:
             best: dict[str, SearchHit] = {}
             for hit in hits:
                 best.setdefault(hit.chunk.document_id, hit)
-            ranked = [h for h in best.values() if threshold is None or h.score >= threshold]
-            whole = {h.chunk.document_id: self._document_text(store, h.chunk.document_id) for h in ranked}
-            return _Scope(ranked, threshold, effective, len(document_ids) == 1, whole)
+            ranked = [
+                self._whole_document(store, h.chunk.document_id, h.score)
+                for h in best.values()
+                if threshold is None or h.score >= threshold
+            ]
+            return _Scope(ranked, threshold, effective, one_document=len(document_ids) == 1)
         hits = self._search(
             store, principals, threshold, k, clock, lambda n: self._index.exact(store.id, vector, n, restrict)
         )
@@ -251,33 +253,18 @@ class QueryEngine:
         clock: _Clock,
     ) -> _Scope:
         self._readable_or_not_found(store, principals, [document_id])
-        document = self._repo.get_document(store.id, document_id)
-        if document is None:
-            raise NotFound(f"document {document_id!r} not found in store {store.id!r}")
+        whole = self._whole_document(store, document_id, math.nan)
         embedder = self._embedder_for(store.embedding_model)
-        if not self._fits(document.text, embedder):
+        if not self._fits(whole.chunk.text, embedder):
             return self._multi(store, question, [document_id], level, None, principals, clock)
         vector = embedder.embed_query(question)
         clock.lap("embed")
         restrict = and_(acl_filter(principals), documents_filter([document_id]))
         best = self._index.exact(store.id, vector, 1, restrict)
         clock.lap("search")
-        whole = SearchHit(
-            ChunkRecord(
-                chunk_id=f"{document_id}#all",
-                document_id=document_id,
-                ordinal=0,
-                text=document.text,
-                title=document.title,
-                source_uri=document.source_uri,
-                heading_path=(),
-                start=0,
-                end=len(document.text),
-                acl=document.acl,
-            ),
-            best[0].score if best else float("nan"),
-        )
-        return _Scope([whole], None, None, one_document=True, whole={document_id: document.text})
+        if best:
+            whole = SearchHit(whole.chunk, best[0].score)
+        return _Scope([whole], None, None, one_document=True)
 
     def _fits(self, text: str, embedder: Embedder) -> bool:
         """Whether a whole document fits the generator's context with room for the prompt."""
@@ -318,11 +305,26 @@ class QueryEngine:
                 return passed[:k]
             fetch = min(fetch * 4, 10_000)
 
-    def _document_text(self, store: Store, document_id: str) -> str:
+    def _whole_document(self, store: Store, document_id: str, score: float) -> SearchHit:
+        """The document's whole extracted text as one hit (``<id>#all``); ``score`` NaN = unknown."""
         document = self._repo.get_document(store.id, document_id)
         if document is None:
             raise NotFound(f"document {document_id!r} not found in store {store.id!r}")
-        return document.text
+        return SearchHit(
+            ChunkRecord(
+                chunk_id=f"{document_id}#all",
+                document_id=document_id,
+                ordinal=0,
+                text=document.text,
+                title=document.title,
+                source_uri=document.source_uri,
+                heading_path=(),
+                start=0,
+                end=len(document.text),
+                acl=document.acl,
+            ),
+            score,
+        )
 
     def _finish(
         self,
@@ -336,7 +338,7 @@ class QueryEngine:
         on_text: Callable[[str], None] | None = None,
     ) -> Answer:
         scale = Threshold(store.min_threshold, store.max_threshold)
-        chunks = tuple(self._source(scope, hit, scale) for hit in scope.hits)
+        chunks = tuple(self._source(hit, scale) for hit in scope.hits)
         query_id = str(uuid.uuid4())
         nothing = not chunks
         answer: str | None = None
@@ -419,22 +421,9 @@ class QueryEngine:
         return Completion(text="".join(pieces), model_id=self._generator.model_id, stop_reason="streamed")
 
     @staticmethod
-    def _source(scope: _Scope, hit: SearchHit, scale: Threshold) -> SourceChunk:
+    def _source(hit: SearchHit, scale: Threshold) -> SourceChunk:
         chunk = hit.chunk
-        if scope.whole is not None and chunk.document_id in scope.whole:
-            text = scope.whole[chunk.document_id]
-            return SourceChunk(
-                document_id=chunk.document_id,
-                chunk_id=f"{chunk.document_id}#all",
-                title=chunk.title,
-                source_uri=chunk.source_uri,
-                text=text,
-                heading_path=(),
-                score=None if math.isnan(hit.score) else hit.score,
-                relevance=None if math.isnan(hit.score) else scale.relevance(hit.score),
-                start=0,
-                end=len(text),
-            )
+        known = not math.isnan(hit.score)
         return SourceChunk(
             document_id=chunk.document_id,
             chunk_id=chunk.chunk_id,
@@ -442,8 +431,8 @@ class QueryEngine:
             source_uri=chunk.source_uri,
             text=chunk.text,
             heading_path=chunk.heading_path,
-            score=hit.score,
-            relevance=scale.relevance(hit.score),
+            score=hit.score if known else None,
+            relevance=scale.relevance(hit.score) if known else None,
             start=chunk.start,
             end=chunk.end,
         )

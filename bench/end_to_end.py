@@ -1,6 +1,6 @@
 """End to end on a real corpus: index it with the CLI, then time search and retrieval-only ask.
 
-    python bench/end_to_end.py [--corpus /usr/share/doc/postgresql-doc-15/html] [--max-files 150]
+    python bench/end_to_end.py [--corpus /usr/share/doc/postgresql-doc-15/html] [--max-files 0]
 
 Corpus: the PostgreSQL 15 HTML documentation from Debian's ``postgresql-doc-15``
 package (``apt-get install postgresql-doc-15``). The first ``--max-files`` HTML
@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -132,6 +132,7 @@ def run_queries(data_dir: Path, rounds: int) -> dict[str, Any]:
         "ask --no-llm": lambda q: VectorQuery(STORE, q, None, None, perform_llm_query=False),
     }
     out: dict[str, Any] = {"first_query_s": first}
+    restricted = dict.fromkeys(USERS, 0)  # sql-*.html chunks each user got back: alice must get none
     for name, make in kinds.items():
         for question in QUESTIONS[:WARMUP]:
             app.engine.ask(Caller(USERS[0]), make(question))
@@ -155,6 +156,7 @@ def run_queries(data_dir: Path, rounds: int) -> dict[str, Any]:
                         known += timings.get(key, 0.0)
                     parts["assembly"] += timings["total"] - known
                     hits.append(len(answer.chunks))
+                    restricted[user] += sum(PurePosixPath(c.document_id).name.startswith("sql-") for c in answer.chunks)
         p50, p99 = percentiles(totals)
         grand = sum(parts.values())
         out[name] = {
@@ -167,6 +169,7 @@ def run_queries(data_dir: Path, rounds: int) -> dict[str, Any]:
             "non_embed_p50_ms": percentiles(non_embed)[0],
             "mean_hits": float(np.mean(hits)),
         }
+    out["restricted_chunks_returned"] = restricted
     app.close()
     return out
 
@@ -174,7 +177,7 @@ def run_queries(data_dir: Path, rounds: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", default=DEFAULT_CORPUS, help="folder of HTML files (default: %(default)s)")
-    parser.add_argument("--max-files", type=int, default=150, help="index only the first N files (0 = all)")
+    parser.add_argument("--max-files", type=int, default=0, help="index only the first N files (0 = all)")
     parser.add_argument("--rounds", type=int, default=3, help="passes over the question list")
     parser.add_argument("--json", default=str(ROOT / "bench" / "results" / "end_to_end.json"))
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and data directory")
@@ -197,6 +200,8 @@ def main() -> None:
         )
         queries = run_queries(data_dir, args.rounds)
         print(f"first query (model load + index open): {queries['first_query_s']:.1f} s")
+        seen = ", ".join(f"{user} {n}" for user, n in queries["restricted_chunks_returned"].items())
+        print(f"sql-*.html chunks returned (group:dba only): {seen}")
         print(
             f"{'query':<13} {'n':>4} {'p50 ms':>8} {'p99 ms':>8} {'hits':>5} | share: "
             f"{'embed':>6} {'search':>6} {'access':>6} {'assembly':>8} | all but embed p50 ms"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,10 +75,17 @@ def build_http_app(services: GraphQLServices) -> ASGIApp:
         return JSONResponse({"status": "ok"})
 
     async def ready(_: Request) -> Response:
-        try:
-            await asyncio.to_thread(services.app.repository.list_stores)
-        except Exception:
-            return JSONResponse({"status": "unavailable"}, status_code=503)
+        """Ready when the settings database answers and the index can serve queries (one quick attempt each)."""
+        checks: dict[str, Callable[[], object]] = {
+            "settings database": services.app.repository.list_stores,
+            "index": lambda: services.app.index.ping(),
+        }
+        for name, check in checks.items():
+            try:
+                await asyncio.to_thread(check)
+            except Exception as exc:
+                log.warning("not ready: %s: %s", name, type(exc).__name__)
+                return JSONResponse({"status": "unavailable", "failing": name}, status_code=503)
         return JSONResponse({"status": "ready"})
 
     async def metrics(_: Request) -> Response:

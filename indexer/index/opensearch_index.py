@@ -100,6 +100,8 @@ class OpenSearchOptions:
     bulk_batch: int = 500
     #: Hits per exact-search request (OpenSearch's ``index.max_result_window`` is 10,000).
     page_size: int = 10_000
+    #: Timeout of ``ping`` (readiness), shorter than a query's.
+    ping_timeout_s: float = 2.0
 
 
 class ChunksRejected(DocumentsRejected):
@@ -221,6 +223,11 @@ class OpenSearchIndex(Index):
 
     def close(self) -> None:
         self._client.close()
+
+    def ping(self) -> None:
+        """One ``GET /`` with a short timeout and no retry: a readiness probe must answer fast."""
+        timeout = self._options.ping_timeout_s
+        self._call("GET /", lambda: self._client.info(request_timeout=timeout), attempts=1)
 
     def server(self) -> ServerFacts:
         """Distribution, version and whether the k-NN plugin is installed (for ``doctor``)."""
@@ -406,9 +413,11 @@ class OpenSearchIndex(Index):
     def _backoff(self, attempt: int) -> float:
         return float(min(self._options.max_backoff_s, self._options.backoff_s * 2 ** (attempt - 1)))
 
-    def _call(self, what: str, operation: Callable[[], _T], store_id: str | None = None) -> _T:
+    def _call(
+        self, what: str, operation: Callable[[], _T], store_id: str | None = None, attempts: int | None = None
+    ) -> _T:
         """Run ``operation``, retrying transient failures with backoff; map failures to our errors."""
-        attempts = self._options.max_retries + 1
+        attempts = attempts or self._options.max_retries + 1
         failure = ""
         for attempt in range(1, attempts + 1):
             try:

@@ -117,5 +117,11 @@ class Index(ABC):
     def drop(self, store_id: str) -> None:
         """Delete the store's index and everything in it."""
 
+    def ping(self) -> None:  # noqa: B027 - optional hook
+        """Raise ``IndexUnavailable`` if the index cannot serve queries right now (one quick attempt, no retries).
+
+        For readiness probes. The default, for an index that lives in this process, does nothing.
+        """
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources; the default does nothing."""

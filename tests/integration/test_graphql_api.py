@@ -168,3 +168,20 @@ def test_graphiql_health_and_metrics(server: Any) -> None:
     assert "docqa_llm_latency_seconds_count" in metrics
     dropped = [line for line in metrics.splitlines() if line.startswith("docqa_access_dropped_chunks_total")]
     assert dropped and float(dropped[0].split()[-1]) >= 1
+
+
+def test_readyz_fails_while_the_index_cannot_serve(server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from acl.errors import IndexUnavailable
+
+    app, http = server
+    ready = f"http://127.0.0.1:{http.port}/readyz"
+
+    def down() -> None:
+        raise IndexUnavailable("index unavailable: OpenSearch GET / failed after 1 attempt(s): cannot connect")
+
+    monkeypatch.setattr(app.index, "ping", down)
+    reply = httpx.get(ready, timeout=10)
+    assert reply.status_code == 503
+    assert reply.json() == {"status": "unavailable", "failing": "index"}
+    monkeypatch.undo()
+    assert httpx.get(ready, timeout=10).json() == {"status": "ready"}

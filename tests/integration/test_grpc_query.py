@@ -295,7 +295,6 @@ def test_deadline_exceeded(tmp_path: Path, stubs: Stubs) -> None:
     try:
         with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
             stub = stubs.query_grpc.QueryServiceStub(channel)
-            started = time.monotonic()
             error = _error(
                 lambda: stub.VectorQuery(
                     stubs.query.VectorQueryRequest(store_id=STORE, question=QUESTION, level=0.0),
@@ -303,8 +302,7 @@ def test_deadline_exceeded(tmp_path: Path, stubs: Stubs) -> None:
                     timeout=0.3,
                 )
             )
-            assert error.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-            assert time.monotonic() - started < 0.9
+            assert error.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # the generator needs 1 s, the deadline is 0.3
     finally:
         server.stop(0)
         app.close()

@@ -1,0 +1,93 @@
+"""The benchmarks as a user runs them, at a toy size: they run, report every cell and write their JSON.
+
+Figures are not checked (tests never assert on wall time); what is checked is
+that the scripts keep working and keep their promises: DocQA's results agree
+with exact search, a skipped or missing peer is reported, not left out, and the
+end-to-end run indexes with the CLI and separates the callers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow
+
+
+def bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.pop("DOCQA_CONFIG", None)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout
+    return result
+
+
+def test_peers_reports_every_cell_and_docqa_agrees_with_exact(tmp_path: Path) -> None:
+    out = tmp_path / "peers.json"
+    result = bench(
+        "peers.py",
+        "--sizes", "3000", "--queries", "8", "--budget-s", "30",
+        "--systems", "docqa,exact,chroma",
+        "--skip", "chroma@3000=memory: skipped on purpose",
+        "--json", str(out),
+    )  # fmt: skip
+    report: dict[str, Any] = json.loads(out.read_text())
+    cells = {r["system"]: r for r in report["results"]}
+    assert set(cells) == {"docqa", "exact", "chroma"}
+    assert cells["chroma"]["status"] == "not run: memory: skipped on purpose"
+    assert "| 3k | chroma | not run: memory: skipped on purpose |" in result.stdout
+    for system in ("docqa", "exact"):
+        assert cells[system]["status"] == "ok"
+        for label in ("50%", "5%", "0.5%"):
+            cell = cells[system]["selectivity"][label]
+            assert cell["queries"] == 8
+            assert cell["under"] == 0
+            assert cell["readable"] >= 10
+    assert all(cells["exact"]["selectivity"][s]["recall"] == 1.0 for s in ("50%", "5%", "0.5%"))
+    assert all(cells["docqa"]["selectivity"][s]["recall"] >= 0.95 for s in ("50%", "5%", "0.5%"))
+    assert "| 3k | docqa |" in result.stdout
+
+
+PAGE = "<html><head><title>{title}</title></head><body><h1>{title}</h1><p>{body}</p></body></html>"
+
+
+def test_end_to_end_indexes_with_the_cli_and_times_both_query_kinds(tmp_path: Path) -> None:
+    corpus = tmp_path / "html"
+    corpus.mkdir()
+    pages = {
+        "indexes-concurrently.html": ("Building Indexes", "CREATE INDEX CONCURRENTLY avoids locking writes."),
+        "routine-vacuuming.html": ("Routine Vacuuming", "VACUUM FULL rewrites the table and needs an exclusive lock."),
+        "sql-grant.html": ("GRANT", "GRANT SELECT ON ALL TABLES IN SCHEMA public TO reporting;"),
+    }
+    for name, (title, body) in pages.items():
+        (corpus / name).write_text(PAGE.format(title=title, body=" ".join([body] * 5)))
+    out = tmp_path / "e2e.json"
+    result = bench("end_to_end.py", "--corpus", str(corpus), "--max-files", "0", "--rounds", "1", "--json", str(out))
+    report: dict[str, Any] = json.loads(out.read_text())
+    assert report["files"] == 3
+    assert report["index"]["chunks"] >= 3
+    for kind in ("search", "ask --no-llm"):
+        figures = report["queries"][kind]
+        assert figures["queries"] == len(report["questions"]) * len(report["users"])
+        assert set(figures["share"]) == {"embed", "search", "access", "assembly"}
+        assert abs(sum(figures["share"].values()) - 1.0) < 1e-6
+    assert "chunks/s" in result.stdout
+    assert report["queries"]["restricted_chunks_returned"]["alice"] == 0
+    assert report["queries"]["restricted_chunks_returned"]["dba1"] > 0

@@ -5,6 +5,12 @@ run stops by itself and prints throughput and p50/p99 latency. Uses the fake
 embedder (no model load) so the figure is the server path: auth, audit,
 filter, search, access check, threshold, serialization.
 
+Baselines in the same run, same questions, one thread, no gRPC: the engine
+alone, and the audited path (engine + audit row). The gRPC p50/p99 are also
+given as ratios to the engine alone. Every audit row written during the load is
+timed (the repository's ``record_audit`` wrapped here), to show how much of the
+tail is that write.
+
     python bench/grpc_load.py --concurrency 8 --seconds 10 --documents 200
 """
 
@@ -16,17 +22,20 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import grpc
 
 from acl.model import Acl
-from service.auth import mint_token
+from service.auth import Identity, mint_token
 from service.bootstrap import build_app
 from service.config import Settings
 from service.grpc_server import services_for, start_grpc
 from service.grpc_stubs import load
 from service.metrics import Metrics
+from service.queries import VectorQuery
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tests.fakes_service
 from tests.fakes_service import FakeEmbedder
@@ -34,11 +43,38 @@ from tests.fakes_service import FakeEmbedder
 TOPICS = ["vacation", "parking", "salary", "travel", "security", "laptop", "benefits", "training"]
 
 
+def request(i: int) -> VectorQuery:
+    return VectorQuery("bench", f"{TOPICS[i % len(TOPICS)]} rules", 0.0, 10, perform_llm_query=False)
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    """p50 and p99 of ``samples`` (seconds) in milliseconds."""
+    ordered = sorted(samples)
+    p = statistics.quantiles(ordered, n=100) if len(ordered) > 1 else ordered * 99
+    return p[49] * 1000, p[98] * 1000
+
+
+def one_thread(call: Callable[[int], object], seconds: float) -> list[float]:
+    """Latencies of ``call(i)`` in a loop for ``seconds`` (after 20 warm-up calls)."""
+    for i in range(20):
+        call(i)
+    out: list[float] = []
+    deadline = time.monotonic() + seconds
+    i = 0
+    while time.monotonic() < deadline:
+        started = time.perf_counter()
+        call(i)
+        out.append(time.perf_counter() - started)
+        i += 1
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--documents", type=int, default=200)
+    parser.add_argument("--baseline-s", type=float, default=3.0, help="seconds of each in-process baseline")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -50,7 +86,19 @@ def main() -> None:
             text = f"Policy {i} about {topic}: the {topic} rules say item {i} applies to group {i % 10}."
             ingestor.upsert_bytes(f"doc-{i}", text.encode(), "text/plain", acl=Acl.of([f"group:g{i % 10}"]))
         app.repository.add_member("group:g3", "user:bench")
-        server = start_grpc(services_for(app, Metrics()), "127.0.0.1", 0)
+        services = services_for(app, Metrics())
+        engine_alone = one_thread(lambda i: app.engine.ask(Identity("bench").caller(), request(i)), args.baseline_s)
+        audited = one_thread(lambda i: services.queries.ask(Identity("bench"), request(i), "bench"), args.baseline_s)
+        audit_ms: list[float] = []
+        record = app.repository.record_audit
+
+        def timed_record(entry: Any) -> None:
+            started = time.perf_counter()
+            record(entry)
+            audit_ms.append(time.perf_counter() - started)
+
+        app.repository.record_audit = timed_record  # type: ignore[method-assign]
+        server = start_grpc(services, "127.0.0.1", 0)
         stubs = load()
         token = mint_token(settings, "bench", ttl_s=3600)
         metadata = (("authorization", f"Bearer {token}"),)
@@ -95,13 +143,19 @@ def main() -> None:
         server.stop(0)
         app.close()
 
-    latencies.sort()
-    p = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else latencies * 99
+    base50, base99 = percentiles(engine_alone)
+    aud50, aud99 = percentiles(audited)
+    p50, p99 = percentiles(latencies)
+    w50, w99 = percentiles(audit_ms)
     print(
         f"retrieval-only VectorQuery over gRPC: {args.concurrency} clients, {elapsed:.1f} s, {args.documents} documents"
     )
     print(f"requests {len(latencies)}  errors {errors}  throughput {len(latencies) / elapsed:.1f} req/s")
-    print(f"latency p50 {p[49] * 1000:.2f} ms  p99 {p[98] * 1000:.2f} ms")
+    print(f"{'path':<34} {'p50 ms':>8} {'p99 ms':>8} {'x engine p50':>13}")
+    print(f"{'engine in-process, 1 thread':<34} {base50:8.2f} {base99:8.2f} {1.0:12.1f}x")
+    print(f"{'engine + audit row, 1 thread':<34} {aud50:8.2f} {aud99:8.2f} {aud50 / base50:12.1f}x")
+    print(f"{f'gRPC, {args.concurrency} clients':<34} {p50:8.2f} {p99:8.2f} {p50 / base50:12.1f}x")
+    print(f"{'audit row write under the load':<34} {w50:8.2f} {w99:8.2f} {w50 / base50:12.1f}x")
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ probe separates the two suspects on one collection per vector index type
 * the vector index: AUTOINDEX, FLAT and HNSW (M 16, efConstruction 120), each
   also searched with no filter at all (the baseline of the row);
 * the filter: ``array_contains_any`` / ``array_contains`` on an ``ARRAY<VARCHAR>``
-  field (what peers.py uses), ``json_contains_any`` on a JSON field, and a scalar
-  filter on the primary key (``id < 500``) as the cheap reference.
+  field (what peers.py uses), ``json_contains_any`` on a JSON field, and, as the
+  cheap references, scalar filters: the primary key (``id < 500``) and ``in`` on
+  a VARCHAR holding one principal per row (which cannot express an ACL list).
 
 It also asks Milvus Lite for an INVERTED scalar index on the ARRAY field (what a
 Milvus server offers to make such filters cheap) and reports its answer.
@@ -40,6 +41,7 @@ def build(client: Any, name: str, index_type: str, acl_type: str, vectors: Any, 
     schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
     schema.add_field("id", DataType.INT64, is_primary=True)
     schema.add_field("vector", DataType.FLOAT_VECTOR, dim=DIM)
+    schema.add_field("owner", DataType.VARCHAR, max_length=64)  # one principal per row: a scalar, not an ACL
     if acl_type == "array":
         schema.add_field("acl", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=16, max_length=64)
     else:
@@ -51,7 +53,10 @@ def build(client: Any, name: str, index_type: str, acl_type: str, vectors: Any, 
     client.create_collection(name, schema=schema, index_params=params)
     for start in range(0, len(vectors), 5000):
         stop = min(len(vectors), start + 5000)
-        client.insert(name, [{"id": i, "vector": vectors[i].tolist(), "acl": acls[i]} for i in range(start, stop)])
+        rows = [
+            {"id": i, "vector": vectors[i].tolist(), "owner": acls[i][0], "acl": acls[i]} for i in range(start, stop)
+        ]
+        client.insert(name, rows)
     client.flush(name)
     client.load_collection(name)
     return time.perf_counter() - started
@@ -87,6 +92,8 @@ def main() -> None:
     filters = {
         "none": ("", "array"),
         "id < 500 (scalar)": ("id < 500", "array"),
+        "owner in (1 group) (scalar)": ('owner in ["group:g1"]', "array"),
+        "owner in (100 groups) (scalar)": (f"owner in [{many}]", "array"),
         "array_contains (1 group)": ('array_contains(acl, "group:g1")', "array"),
         "array_contains_any (1 group)": ('array_contains_any(acl, ["group:g1"])', "array"),
         "array_contains_any (100 groups)": (f"array_contains_any(acl, [{many}])", "array"),

@@ -77,7 +77,8 @@ def build_http_app(services: GraphQLServices) -> ASGIApp:
     async def ready(_: Request) -> Response:
         """Ready when the settings database answers and the index can serve queries (one quick attempt each)."""
         checks: dict[str, Callable[[], object]] = {
-            "settings database": services.app.repository.list_stores,
+            # Lambdas: building the repository or the index client may itself fail, and must give 503 too.
+            "settings database": lambda: services.app.repository.list_stores(),
             "index": lambda: services.app.index.ping(),
         }
         for name, check in checks.items():

@@ -35,6 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
+from figures import percentiles  # bench/figures.py
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -78,10 +79,6 @@ documents:
     allow: [group:everyone]
     deny: [user:mallory]
 """
-
-
-def percentiles(samples: list[float]) -> tuple[float, float]:
-    return float(np.percentile(samples, 50)), float(np.percentile(samples, 99))
 
 
 def prepare_corpus(source: Path, max_files: int, folder: Path) -> tuple[int, int, int]:

@@ -17,7 +17,6 @@ tail is that write.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import threading
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from figures import percentiles  # bench/figures.py
 
 from acl.model import Acl
 from service.auth import Identity, mint_token
@@ -47,11 +47,10 @@ def request(i: int) -> VectorQuery:
     return VectorQuery("bench", f"{TOPICS[i % len(TOPICS)]} rules", 0.0, 10, perform_llm_query=False)
 
 
-def percentiles(samples: list[float]) -> tuple[float, float]:
+def percentiles_ms(samples: list[float]) -> tuple[float, float]:
     """p50 and p99 of ``samples`` (seconds) in milliseconds."""
-    ordered = sorted(samples)
-    p = statistics.quantiles(ordered, n=100) if len(ordered) > 1 else ordered * 99
-    return p[49] * 1000, p[98] * 1000
+    p50, p99 = percentiles(samples)
+    return p50 * 1000, p99 * 1000
 
 
 def one_thread(call: Callable[[int], object], seconds: float) -> list[float]:
@@ -143,10 +142,10 @@ def main() -> None:
         server.stop(0)
         app.close()
 
-    base50, base99 = percentiles(engine_alone)
-    aud50, aud99 = percentiles(audited)
-    p50, p99 = percentiles(latencies)
-    w50, w99 = percentiles(audit_ms)
+    base50, base99 = percentiles_ms(engine_alone)
+    aud50, aud99 = percentiles_ms(audited)
+    p50, p99 = percentiles_ms(latencies)
+    w50, w99 = percentiles_ms(audit_ms)
     print(
         f"retrieval-only VectorQuery over gRPC: {args.concurrency} clients, {elapsed:.1f} s, {args.documents} documents"
     )

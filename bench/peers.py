@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import retrieval  # noqa: E402  (bench/retrieval.py: corpus and ACL generation)
+from figures import percentiles  # noqa: E402  (bench/figures.py)
 
 K = retrieval.K
 WARMUP = 3
@@ -119,10 +120,11 @@ def child(system: str, rows: int, queries: int, budget: float, seed: int) -> dic
                 if time.perf_counter() > deadline:
                     break
             n = len(times)
+            p50, p99 = percentiles(times)
             cell.update(
                 queries=n,
-                p50_ms=float(np.percentile(times, 50)) * 1e3,
-                p99_ms=float(np.percentile(times, 99)) * 1e3,
+                p50_ms=p50 * 1e3,
+                p99_ms=p99 * 1e3,
                 recall=found / (K * n),
                 under=under,
                 status="ok" if n == queries else f"budget: {n} of {queries} queries in {budget:.0f} s",
@@ -228,8 +230,9 @@ def main() -> None:
     results: list[dict[str, Any]] = []
     for rows in sizes:
         for system in systems:
-            if f"{system}@{rows}" in skip:
-                results.append({"system": system, "rows": rows, "status": f"not run: {skip[f'{system}@{rows}']}"})
+            why = skip.get(f"{system}@{rows}")
+            if why is not None:
+                results.append({"system": system, "rows": rows, "status": f"not run: {why}"})
                 continue
             print(f"# {system} at {rows:,} ...", flush=True)
             results.append(run_child(system, rows, args))

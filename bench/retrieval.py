@@ -38,6 +38,8 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from figures import percentiles  # bench/figures.py
+
 from acl.model import Acl
 from indexer.index.embedded import EmbeddedIndex
 from indexer.index.filters import acl_filter
@@ -124,10 +126,6 @@ def load(index: EmbeddedIndex, corpus: Corpus, seed: int) -> None:
             index.upsert(STORE, batch)
             batch = []
     index.upsert(STORE, batch)
-
-
-def percentiles(samples: list[float]) -> tuple[float, float]:
-    return float(np.percentile(samples, 50)), float(np.percentile(samples, 99))
 
 
 def run_size(rows: int, queries: int, sigma: float, spectrum: str, seed: int) -> list[str]:

@@ -417,7 +417,7 @@ class OpenSearchIndex(Index):
         self, what: str, operation: Callable[[], _T], store_id: str | None = None, attempts: int | None = None
     ) -> _T:
         """Run ``operation``, retrying transient failures with backoff; map failures to our errors."""
-        attempts = attempts or self._options.max_retries + 1
+        attempts = self._options.max_retries + 1 if attempts is None else attempts
         failure = ""
         for attempt in range(1, attempts + 1):
             try:

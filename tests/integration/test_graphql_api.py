@@ -185,3 +185,13 @@ def test_readyz_fails_while_the_index_cannot_serve(server: Any, monkeypatch: pyt
     assert reply.json() == {"status": "unavailable", "failing": "index"}
     monkeypatch.undo()
     assert httpx.get(ready, timeout=10).json() == {"status": "ready"}
+
+    def unreachable(_: App) -> None:
+        raise OSError("could not connect to the settings database")
+
+    monkeypatch.setattr(App, "repository", property(unreachable))  # building the repository itself fails
+    reply = httpx.get(ready, timeout=10)
+    assert reply.status_code == 503
+    assert reply.json() == {"status": "unavailable", "failing": "settings database"}
+    monkeypatch.undo()
+    assert httpx.get(ready, timeout=10).json() == {"status": "ready"}

@@ -1,8 +1,8 @@
 """The official OpenSearch API specification, as JSON-schema validators for request and response bodies.
 
 The specification (OpenAPI 3.1, whose schemas are JSON Schema 2020-12) lives
-in ``../shared/opensearch-api-spec/spec`` beside the repository (or where
-``OPENSEARCH_API_SPEC`` points). Every YAML file is loaded as one resource of a
+in ``tests/data/opensearch-api-spec`` (the parts the tests read, with the
+licence), or where ``OPENSEARCH_API_SPEC`` points. Every YAML file is loaded as one resource of a
 ``referencing`` registry under its own ``file:`` URI, so the spec's relative
 ``$ref``s (``'_common.yaml#/components/schemas/Field'``,
 ``'../schemas/_core.bulk.yaml#/...'``) resolve exactly as written; nothing is
@@ -44,8 +44,8 @@ from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-_ROOT = Path(__file__).resolve().parents[2]
-SPEC_HOME = Path(os.environ.get("OPENSEARCH_API_SPEC") or _ROOT.parent / "shared" / "opensearch-api-spec")
+_DATA = Path(__file__).resolve().parents[1] / "data" / "opensearch-api-spec"
+SPEC_HOME = Path(os.environ.get("OPENSEARCH_API_SPEC") or _DATA)
 SPEC_DIR = SPEC_HOME / "spec"
 STORIES_DIR = SPEC_HOME / "test-stories"
 
@@ -69,7 +69,7 @@ def _documents() -> dict[str, Any]:
     if not SPEC_DIR.is_dir():
         raise FileNotFoundError(
             f"the OpenSearch API specification is missing at {SPEC_DIR}; "
-            "put shared/opensearch-api-spec beside the repository or set OPENSEARCH_API_SPEC"
+            "it ships in tests/data/opensearch-api-spec; OPENSEARCH_API_SPEC points elsewhere"
         )
     return {path.resolve().as_uri(): _load(path) for path in sorted(SPEC_DIR.rglob("*.yaml"))}
 

@@ -87,6 +87,22 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def folder_and_manifest(root: Path, manifest_path: Path | None = None) -> tuple[Path, Path]:
+    """The folder to index (resolved) and its ACL manifest; InvalidArgument names what is missing."""
+    if not root.exists():
+        raise InvalidArgument(f"folder {root} does not exist")
+    if not root.is_dir():
+        raise InvalidArgument(f"{root} is not a folder")
+    root = root.resolve()
+    manifest_file = manifest_path or root / MANIFEST_NAME
+    if not manifest_file.is_file():
+        raise InvalidArgument(
+            f"no ACL manifest at {manifest_file}: create {MANIFEST_NAME} in the folder "
+            "or pass --acl-manifest (documents without a rule are readable by nobody)"
+        )
+    return root, manifest_file
+
+
 class Ingestor:
     """Indexes documents of one store into an index and records them in a catalog."""
 
@@ -124,15 +140,15 @@ class Ingestor:
         *,
         progress: Progress | None = None,
         on_total: Callable[[int], None] | None = None,
+        on_chunks: Progress | None = None,
     ) -> IndexReport:
-        """Bring the store in line with the folder: add, re-index, re-ACL, remove."""
-        root = root.resolve()
-        manifest_file = manifest_path or root / MANIFEST_NAME
-        if not manifest_file.is_file():
-            raise InvalidArgument(
-                f"no ACL manifest at {manifest_file}: create {MANIFEST_NAME} in the folder "
-                "or pass --acl-manifest (documents without a rule are readable by nobody)"
-            )
+        """Bring the store in line with the folder: add, re-index, re-ACL, remove.
+
+        ``on_total`` gets the number of files to look at, ``progress`` each
+        file done (indexed, unchanged, failed) and ``on_chunks`` each batch of
+        chunks embedded and written.
+        """
+        root, manifest_file = folder_and_manifest(root, manifest_path)
         manifest = load_manifest(manifest_file)
         origin = f"folder:{root}"
         self._catalog.replace_groups(manifest.groups, origin=f"manifest:{self._store_id}:{root}")
@@ -180,7 +196,7 @@ class Ingestor:
                     continue
                 yield self._prepare(document_id, digest, acl, path.as_uri(), document)
 
-        for done in self._embed_and_write(loaded(), origin, report):
+        for done in self._embed_and_write(loaded(), origin, report, on_chunks):
             if progress:
                 progress(done)
         return report
@@ -254,22 +270,34 @@ class Ingestor:
         ]
         return _Pending(document_id, digest, acl, source_uri, document, records)
 
-    def _embed_and_write(self, pending: Iterator[_Pending], origin: str, report: IndexReport) -> Iterator[int]:
-        """Embed chunks of several documents per model call; write each document whole."""
+    def _embed_and_write(
+        self,
+        pending: Iterator[_Pending],
+        origin: str,
+        report: IndexReport,
+        on_chunks: Progress | None = None,
+    ) -> Iterator[int]:
+        """Embed chunks of several documents per model call; write each document whole.
+
+        Yields the number of documents of each batch written; ``on_chunks``
+        gets the number of chunks of each batch embedded.
+        """
         batch: list[_Pending] = []
         size = 0
         for item in pending:
             batch.append(item)
             size += len(item.records)
             if size >= EMBED_BATCH_CHUNKS:
-                yield self._flush(batch, origin, report)
+                yield self._flush(batch, origin, report, on_chunks)
                 batch, size = [], 0
         if batch:
-            yield self._flush(batch, origin, report)
+            yield self._flush(batch, origin, report, on_chunks)
 
-    def _flush(self, batch: list[_Pending], origin: str, report: IndexReport) -> int:
+    def _flush(self, batch: list[_Pending], origin: str, report: IndexReport, on_chunks: Progress | None) -> int:
         texts = [r.text for item in batch for r in item.records]
         vectors = self._embedder.embed_documents(texts)
+        if on_chunks:
+            on_chunks(len(texts))
         position = 0
         for item in batch:
             records = [_with_vector(r, vectors[position + i]) for i, r in enumerate(item.records)]

@@ -42,6 +42,7 @@ class App:
     _embedders: dict[str, Embedder] = field(default_factory=dict)
     _engine: QueryEngine | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock)
+    _generator_checked: tuple[float, list[str]] | None = None
 
     @property
     def repository(self) -> SettingsRepository:
@@ -113,6 +114,27 @@ class App:
                     max_sentences=config.max_sentences, context_tokens=config.context_tokens
                 )
             return self._generator
+
+    def generator_problems(self, max_age_s: float = 60.0) -> list[str]:
+        """The generator's failing checks (``"name: detail"``), as ``docqa doctor`` shows them.
+
+        The extractive generator has none. For watsonx the credentials, the
+        project and the model are tried at most once per ``max_age_s`` (a
+        readiness probe must not call the service on every probe).
+        """
+        import time
+
+        if self.settings.generator.backend != "watsonx":
+            return []
+        with self._lock:
+            if self._generator_checked is not None and time.monotonic() - self._generator_checked[0] < max_age_s:
+                return self._generator_checked[1]
+        from service.watsonx import check
+
+        problems = [f"{name}: {detail}" for name, ok, detail in check(self.settings) if not ok]
+        with self._lock:
+            self._generator_checked = (time.monotonic(), problems)
+        return problems
 
     def embedder(self, model: str | None = None) -> Embedder:
         """The embedder of ``model`` (default: the configured one), created once."""

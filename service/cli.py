@@ -32,20 +32,39 @@ def _group_principal(value: str) -> str:
 
 # ---------------------------------------------------------------------------- commands
 def cmd_index(args: argparse.Namespace, app: Any) -> int:
-    from tqdm import tqdm
+    from contextlib import nullcontext
 
-    ingestor = app.ingestor(args.store)
+    from indexer.pipeline import folder_and_manifest
+    from service.progress import IndexProgress
+
     manifest = Path(args.acl_manifest) if args.acl_manifest else None
-    bar = tqdm(desc=f"indexing {args.path}", unit="file", disable=args.quiet or None, file=sys.stderr)
-    try:
-        report = ingestor.index_folder(
-            Path(args.path),
-            manifest,
-            progress=bar.update,
-            on_total=lambda n: setattr(bar, "total", n),
+    folder_and_manifest(Path(args.path), manifest)  # a missing folder is named before the model loads
+    ingestor = app.ingestor(args.store)
+    on_terminal = sys.stderr.isatty()
+    progress = None
+    if not args.quiet:
+        progress = IndexProgress(
+            f"indexing {args.path}", stream=sys.stderr, bar=on_terminal, interval_s=args.progress_every
         )
+    # Library warnings (pypdf's "EOF marker not found", ...) reach the log, and
+    # on a terminal the log is written above the bar, never into it.
+    log_above_bar: Any = nullcontext()
+    if progress is not None and on_terminal:
+        from tqdm.contrib.logging import logging_redirect_tqdm
+
+        log_above_bar = logging_redirect_tqdm()
+    try:
+        with log_above_bar:
+            report = ingestor.index_folder(
+                Path(args.path),
+                manifest,
+                progress=progress.on_files if progress else None,
+                on_total=progress.on_total if progress else None,
+                on_chunks=progress.on_chunks if progress else None,
+            )
     finally:
-        bar.close()
+        if progress is not None:
+            progress.close()
     for name, reason in sorted(report.failed.items()):
         print(f"skipped {name}: {reason}", file=sys.stderr)
     print(
@@ -89,6 +108,8 @@ def cmd_ask(args: argparse.Namespace, app: Any) -> int:
 
     caller = Caller(args.as_user)
     user_principal(args.as_user)  # validates the user id before any work
+    if args.max_chunks is not None and args.max_chunks != -1:
+        _check_k("--max-chunks", args.max_chunks, app, " (or -1 with --documents for whole documents)")
     query: Any
     if args.document is not None and args.documents:
         raise InvalidArgument("use either --document or --documents, not both")
@@ -110,11 +131,19 @@ def cmd_ask(args: argparse.Namespace, app: Any) -> int:
     return 0
 
 
+def _check_k(option: str, value: int, app: Any, hint: str = "") -> None:
+    """Name the option, not the API field, when a chunk count is out of range."""
+    top = app.settings.query.max_k
+    if not 1 <= value <= top:
+        raise InvalidArgument(f"{option} must be between 1 and {top}{hint}, got {value}")
+
+
 def cmd_search(args: argparse.Namespace, app: Any) -> int:
     from service.queries import Caller, VectorQuery
 
     caller = Caller(args.as_user)
     user_principal(args.as_user)
+    _check_k("--k", args.k, app)
     answer = app.engine.ask(caller, VectorQuery(args.store, args.question, args.level, args.k, perform_llm_query=False))
     if args.json:
         print(json.dumps(answer.to_dict(), ensure_ascii=False))
@@ -361,91 +390,227 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="docqa", description="Access-controlled document question answering.")
-    parser.add_argument("--config", help="YAML configuration file (default: $DOCQA_CONFIG)")
-    parser.add_argument("--data-dir", help="data directory (default: $DOCQA_DATA_DIR or ~/.local/share/docqa)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log what happens")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+EXIT_CODES = """exit codes:
+  0  done
+  1  the work ran but failed: nothing could be indexed, a doctor check failed, the schema is out of date
+  2  bad input (an option, a question, a level, an id, a manifest)
+  3  not found: an unknown store or document, or one the user may not read
+  4  permission denied
+  5  unauthenticated
+  6  unavailable: the settings database, the index or the language model is down
+  7  deadline exceeded
+  8  configuration error (the message names the key)
+  70 internal error (re-run with --debug for the traceback)
+  130 interrupted; 141 output closed early (e.g. piped into head)"""
 
-    p = sub.add_parser("index", help="index a folder (txt, md, html, pdf, docx)")
-    p.add_argument("path")
-    p.add_argument("--store", required=True)
-    p.add_argument("--acl-manifest", help="ACL manifest (default: acl.yaml in the folder)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+def _command(sub: Any, name: str, summary: str, examples: str) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with examples."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=summary,
+        description=summary,
+        epilog="examples:\n" + examples,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="docqa",
+        description="Access-controlled document question answering.",
+        epilog="examples:\n"
+        "  docqa index examples/acme --store acme\n"
+        '  docqa ask "How many vacation days can I carry over?" --store acme --as bob\n'
+        "  docqa COMMAND --help     (every command has examples)\n\n" + EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--config", help="YAML configuration file (default: $DOCQA_CONFIG; none = built-in defaults)")
+    parser.add_argument("--data-dir", help="data directory (default: $DOCQA_DATA_DIR or ~/.local/share/docqa)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what happens (INFO level)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+
+    p = _command(
+        sub,
+        "index",
+        "index a folder (txt, md, html, pdf, docx) with its ACL manifest",
+        "  docqa index examples/acme --store acme\n"
+        "  docqa index /srv/docs --store docs --acl-manifest /etc/docqa/docs-acl.yaml --quiet\n"
+        "  docqa index /srv/docs --store docs --progress-every 60 2>> index.log   # under cron",
+    )
+    p.add_argument("path", help="the folder; a document's id is its path relative to it")
+    p.add_argument("--store", required=True, help="store id (created on first use)")
+    p.add_argument("--acl-manifest", metavar="FILE", help="ACL manifest (default: acl.yaml in the folder)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or progress lines")
+    p.add_argument(
+        "--progress-every",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds between progress lines when stderr is not a terminal (default 10)",
+    )
     p.set_defaults(handler=cmd_index)
 
+    examples = {
+        "ask": '  docqa ask "What was the revenue in the third quarter?" --store acme --as alice\n'
+        '  docqa ask "Summarise the risks" --store acme --as alice \\\n'
+        "      --documents finance/q3-results.md finance/budget-2027.txt\n"
+        '  docqa ask "What does it say about travel?" --store acme --as alice \\\n'
+        "      --document finance/budget-2027.txt --json\n"
+        '  docqa ask "vacation carry-over" --store acme --as bob --level 0 --no-llm',
+        "search": '  docqa search "on-call rotation" --store acme --as bob\n'
+        '  docqa search "salary bands" --store acme --as erin --k 3 --json',
+    }
     for name, handler in (("ask", cmd_ask), ("search", cmd_search)):
-        p = sub.add_parser(name, help="answer a question" if name == "ask" else "scored chunks only")
-        p.add_argument("question")
-        p.add_argument("--store", required=True)
-        p.add_argument("--as", dest="as_user", required=True, metavar="USER", help="user id, e.g. alice")
-        p.add_argument("--level", help="relevancy level in [0, 1]; 0 = no threshold")
-        p.add_argument("--json", action="store_true", help="print one JSON object")
+        summary = (
+            "answer a question from the documents the user may read"
+            if name == "ask"
+            else ("the scored chunks the user may read, without an answer")
+        )
+        p = _command(sub, name, summary, examples[name])
+        p.add_argument("question", help="the question (at most query.max_question_chars characters)")
+        p.add_argument("--store", required=True, help="store id")
+        p.add_argument("--as", dest="as_user", required=True, metavar="USER", help="act as this user id, e.g. alice")
+        p.add_argument("--level", help="relevancy level in [0, 1]; 0 = no threshold; default: the store's level")
+        p.add_argument("--json", action="store_true", help="print one JSON object (fields in the README)")
         if name == "ask":
-            p.add_argument("--documents", nargs="+", metavar="ID", help="MultiDocumentQuery over these")
-            p.add_argument("--document", metavar="ID", help="DocumentQuery about this document")
-            p.add_argument("--max-chunks", type=int, help="chunks to use (-1: whole documents)")
-            p.add_argument("--no-llm", action="store_true", help="scored chunks only, no answer")
+            p.add_argument(
+                "--documents", nargs="+", metavar="ID", help="MultiDocumentQuery: search only these documents"
+            )
+            p.add_argument(
+                "--document", metavar="ID", help="DocumentQuery: answer from this document (whole text when it fits)"
+            )
+            p.add_argument(
+                "--max-chunks",
+                type=int,
+                metavar="N",
+                help="chunks to use, 1 to query.max_k (default: the store's); -1 with --documents: whole documents",
+            )
+            p.add_argument("--no-llm", action="store_true", help="return the scored chunks only, no answer")
         else:
-            p.add_argument("--k", type=int, default=10, help="number of chunks (default 10)")
+            p.add_argument(
+                "--k", type=int, default=10, metavar="N", help="number of chunks, 1 to query.max_k (default 10)"
+            )
         p.set_defaults(handler=handler)
 
-    p = sub.add_parser("stores", help="list stores with document and chunk counts")
-    p.add_argument("--json", action="store_true")
+    p = _command(sub, "stores", "list stores with document and chunk counts", "  docqa stores\n  docqa stores --json")
+    p.add_argument("--json", action="store_true", help="print a JSON list of every store's settings and counts")
     p.set_defaults(handler=cmd_stores)
 
-    p = sub.add_parser("settings", help="show or change a store's settings")
-    p.add_argument("action", choices=["show", "set"])
-    p.add_argument("store")
-    p.add_argument("--level")
-    p.add_argument("--min-threshold")
-    p.add_argument("--max-threshold")
-    p.add_argument("--max-chunks", type=int)
-    p.add_argument("--prompt-template")
-    p.add_argument("--llm-model-id")
-    p.add_argument("--json", action="store_true")
+    p = _command(
+        sub,
+        "settings",
+        "show or change a store's settings (relevancy level, thresholds, chunks, prompt, model)",
+        "  docqa settings show acme\n"
+        "  docqa settings set acme --level 0.7\n"
+        "  docqa settings set acme --min-threshold 0.15 --max-threshold 0.65 --max-chunks 5\n"
+        "  docqa settings set acme --prompt-template 'Answer from:\\n{context}\\nQuestion: {question}'",
+    )
+    p.add_argument("action", choices=["show", "set"], help="show the settings, or set the options given")
+    p.add_argument("store", help="store id")
+    p.add_argument("--level", help="default relevancy level in [0, 1] (0 = no threshold)")
+    p.add_argument("--min-threshold", metavar="X", help="cosine similarity that level 0 maps to, in [-1, 1]")
+    p.add_argument("--max-threshold", metavar="X", help="cosine similarity that level 1 maps to, in [-1, 1]")
+    p.add_argument("--max-chunks", type=int, metavar="N", help="chunks per answer, 1 to 100")
+    p.add_argument("--prompt-template", metavar="T", help="prompt with {context} and {question}")
+    p.add_argument("--llm-model-id", metavar="ID", help="the language model of this store (watsonx model id)")
+    p.add_argument("--json", action="store_true", help="print the settings as one JSON object")
     p.set_defaults(handler=cmd_settings)
 
-    p = sub.add_parser("groups", help="the group directory")
-    gsub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    for action in ("add-member", "remove-member"):
-        q = gsub.add_parser(action)
+    p = _command(
+        sub,
+        "groups",
+        "the group directory: add or remove members, list groups",
+        "  docqa groups list\n"
+        "  docqa groups add-member finance user:frank\n"
+        "  docqa groups remove-member auditors user:carol",
+    )
+    gsub = p.add_subparsers(dest="action", required=True, parser_class=_Parser, metavar="ACTION")
+    for action, text, example in (
+        ("add-member", "add a direct member", "  docqa groups add-member finance user:frank"),
+        ("remove-member", "remove a direct member", "  docqa groups remove-member auditors user:carol"),
+    ):
+        q = _command(gsub, action, text, example + "\n  docqa groups " + action + " group:finance group:auditors")
         q.add_argument("group", help="group id or group:<id>")
         q.add_argument("principal", help="user:<id> or group:<id>")
-    gsub.add_parser("list")
+    _command(gsub, "list", "every group and its direct members", "  docqa groups list")
     p.set_defaults(handler=cmd_groups)
 
-    p = sub.add_parser("acl", help="a document's authoritative ACL")
-    asub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    q = asub.add_parser("set", help="replace the ACL (effective on the next query)")
-    q.add_argument("document_id")
-    q.add_argument("--store")
-    q.add_argument("--allow", nargs="+", metavar="P", default=[])
-    q.add_argument("--deny", nargs="+", metavar="P", default=[])
-    q = asub.add_parser("show")
-    q.add_argument("document_id")
-    q.add_argument("--store")
+    p = _command(
+        sub,
+        "acl",
+        "a document's authoritative ACL: show it, or replace it",
+        "  docqa acl show finance/q3-results.md\n"
+        "  docqa acl set finance/q3-results.md --allow group:finance --deny user:alice\n"
+        "  docqa acl set handbook/expenses.md --store acme --allow group:everyone",
+    )
+    asub = p.add_subparsers(dest="action", required=True, parser_class=_Parser, metavar="ACTION")
+    text = (
+        "replace the whole ACL with exactly --allow and --deny (entries not given are dropped, deny "
+        "entries included); effective on the next query"
+    )
+    q = _command(
+        asub,
+        "set",
+        text,
+        "  docqa acl set finance/q3-results.md --allow group:finance --deny user:alice\n"
+        "  docqa acl set handbook/expenses.md --store acme --allow group:everyone",
+    )
+    q.add_argument("document_id", help="the document's id (its path relative to the indexed folder)")
+    q.add_argument("--store", help="store id (needed when several stores hold the id)")
+    q.add_argument(
+        "--allow", nargs="+", metavar="P", default=[], help="principals who may read (user:<id>, group:<id>)"
+    )
+    q.add_argument("--deny", nargs="+", metavar="P", default=[], help="principals who may not, whatever --allow says")
+    q = _command(
+        asub,
+        "show",
+        "print the ACL as JSON",
+        "  docqa acl show finance/q3-results.md\n  docqa acl show handbook/expenses.md --store acme",
+    )
+    q.add_argument("document_id", help="the document's id")
+    q.add_argument("--store", help="store id (needed when several stores hold the id)")
     p.set_defaults(handler=cmd_acl)
 
-    p = sub.add_parser("doctor", help="check configuration and connectivity (settings database, index)")
+    p = _command(
+        sub,
+        "doctor",
+        "check configuration and connectivity: settings database, index, language model",
+        "  docqa doctor\n  DOCQA_CONFIG=/etc/docqa/config.yaml docqa doctor",
+    )
     p.set_defaults(handler=cmd_doctor)
 
-    p = sub.add_parser("serve", help="serve gRPC and GraphQL (ports from configuration)")
-    p.add_argument("--host", help="address to listen on (default: server.host)")
-    p.add_argument("--grpc-port", type=int, help="gRPC port (default: server.grpc_port, 50051)")
-    p.add_argument("--http-port", type=int, help="HTTP/GraphQL port (default: server.http_port, 8080)")
+    p = _command(
+        sub,
+        "serve",
+        "serve gRPC and HTTP (GraphQL, health, metrics) until interrupted",
+        "  docqa serve\n  docqa serve --host 0.0.0.0 --grpc-port 50051 --http-port 8080",
+    )
+    p.add_argument("--host", help="address to listen on (default: server.host, 127.0.0.1)")
+    p.add_argument("--grpc-port", type=int, metavar="PORT", help="gRPC port (default: server.grpc_port, 50051)")
+    p.add_argument("--http-port", type=int, metavar="PORT", help="HTTP/GraphQL port (default: server.http_port, 8080)")
     p.set_defaults(handler=cmd_serve)
 
-    p = sub.add_parser("token", help="mint a bearer token (JWT) with the configured HS256 secret")
+    p = _command(
+        sub,
+        "token",
+        "mint a bearer token (JWT) with the configured HS256 secret",
+        "  docqa token --user alice\n  docqa token --user root --admin --ttl 600",
+    )
     p.add_argument("--user", required=True, help="user id (the token's subject)")
     p.add_argument("--group", action="append", metavar="G", help="group id (needs auth.groups_claim); repeatable")
     p.add_argument("--admin", action="store_true", help="give the admin role")
     p.add_argument("--ttl", type=int, metavar="S", help="lifetime in seconds (default: auth.default_ttl_s)")
     p.set_defaults(handler=cmd_token)
 
-    p = sub.add_parser("db", help="the settings database's schema (Alembic migrations)")
+    p = _command(
+        sub,
+        "db",
+        "the settings database's schema (Alembic migrations)",
+        "  docqa db current\n  DOCQA_DATABASE_URL=postgresql+psycopg://docqa@db/docqa docqa db upgrade",
+    )
     p.add_argument("action", choices=["upgrade", "current"], help="upgrade: apply migrations; current: show revision")
     p.set_defaults(handler=cmd_db)
     return parser
@@ -460,6 +625,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
         stream=sys.stderr,
     )
+    logging.captureWarnings(True)  # library warnings are log lines like any other
     if args.data_dir:
         os.environ["DOCQA_DATA_DIR"] = args.data_dir
     app = None
@@ -468,13 +634,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         from service.config import load_settings
 
         app = build_app(load_settings(args.config))
-        return int(args.handler(args, app))
+        code = int(args.handler(args, app))
+        sys.stdout.flush()  # a closed pipe is met here, inside the handlers below, not at exit
+        return code
     except DocQAError as exc:
         print(f"error: {public_message(exc)}", file=sys.stderr)
         return mapping_for(exc).exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`docqa stores | head -1`): stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except Exception as exc:  # an internal error: say so plainly, details only on request
         if args.debug:
             raise

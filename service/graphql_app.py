@@ -65,6 +65,10 @@ class _TooLarge(Exception):
     pass
 
 
+class _NotReady(Exception):
+    """A readiness check failed for a reason worth logging (no secrets in it)."""
+
+
 def build_http_app(services: GraphQLServices) -> ASGIApp:
     """The ASGI application of the HTTP port."""
     config = services.app.settings.server
@@ -74,16 +78,29 @@ def build_http_app(services: GraphQLServices) -> ASGIApp:
     async def live(_: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
+    def generator_ready() -> None:
+        problems = services.app.generator_problems()
+        if problems:
+            raise _NotReady("; ".join(problems))
+
     async def ready(_: Request) -> Response:
-        """Ready when the settings database answers and the index can serve queries (one quick attempt each)."""
+        """Ready when the settings database answers, the index can serve queries and the language model
+        is configured right (one quick attempt each; the model's check is cached for a minute).
+
+        The body names the failing part only; the reason goes to the log, not to whoever probes.
+        """
         checks: dict[str, Callable[[], object]] = {
             # Lambdas: building the repository or the index client may itself fail, and must give 503 too.
             "settings database": lambda: services.app.repository.list_stores(),
             "index": lambda: services.app.index.ping(),
+            "generator": generator_ready,
         }
         for name, check in checks.items():
             try:
                 await asyncio.to_thread(check)
+            except _NotReady as exc:
+                log.warning("not ready: %s: %s", name, exc)
+                return JSONResponse({"status": "unavailable", "failing": name}, status_code=503)
             except Exception as exc:
                 log.warning("not ready: %s: %s", name, type(exc).__name__)
                 return JSONResponse({"status": "unavailable", "failing": name}, status_code=503)

@@ -465,3 +465,34 @@ def test_secrets_come_from_the_environment_and_stay_hidden(tmp_path: Path, monke
     watsonx = settings.generator.watsonx
     assert watsonx.api_key is not None and watsonx.api_key.get_secret_value() == API_KEY
     assert API_KEY not in repr(settings) and API_KEY not in str(settings.model_dump())
+
+
+def test_readyz_fails_on_a_wrong_model_id_and_logs_why(
+    standin: StandIn, certificate: tuple[Path, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from starlette.testclient import TestClient
+
+    from service.graphql_app import build_http_app
+    from service.graphql_schema import GraphQLServices
+    from service.grpc_server import services_for
+    from service.metrics import Metrics
+
+    def ready(model_id: str) -> tuple[int, object]:
+        settings = Settings(
+            data_dir=tmp_path / model_id.replace("/", "-"),
+            generator=GeneratorConfig(backend="watsonx", watsonx=config_for(standin, certificate, model_id=model_id)),
+        )
+        app = build_app(settings)
+        try:
+            services = services_for(app, Metrics())
+            http = build_http_app(GraphQLServices(app, services.authenticator, services.queries, services.metrics))
+            with TestClient(http) as client:
+                reply = client.get("/readyz")
+            return reply.status_code, reply.json()
+        finally:
+            app.close()
+
+    assert ready(MODEL) == (200, {"status": "ready"})
+    with caplog.at_level("WARNING", logger="docqa.http"):
+        assert ready("ibm/gone") == (503, {"status": "unavailable", "failing": "generator"})
+    assert "ibm/gone" in caplog.text  # the operator reads why; the prober only learns what

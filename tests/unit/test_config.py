@@ -22,6 +22,15 @@ def test_shipped_default_file_equals_built_in_defaults() -> None:
     assert load_settings(ROOT / "config" / "default.yaml") == Settings()
 
 
+def test_shipped_default_file_names_every_key_with_its_built_in_value() -> None:
+    import yaml
+
+    shipped = yaml.safe_load((ROOT / "config" / "default.yaml").read_text(encoding="utf-8"))
+    built_in = Settings().model_dump(mode="json", exclude={"data_dir"})
+    # data_dir defaults to a per-user folder, so the file documents it in a comment instead.
+    assert shipped == built_in
+
+
 def test_environment_wins_over_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "c.yaml"
     config.write_text("embedding:\n  batch_size: 8\n")

@@ -12,6 +12,8 @@ from acl.errors import InvalidArgument
 from acl.model import NOBODY, Acl, validate_principal
 
 MANIFEST_NAME = "acl.yaml"
+#: A manifest is a page of rules; anything much larger is a mistake (or a device).
+MAX_MANIFEST_BYTES = 4 << 20
 
 
 @lru_cache(maxsize=256)
@@ -97,13 +99,19 @@ def parse_manifest(data: Any, source: str = "manifest") -> Manifest:
 
 
 def load_manifest(path: Path) -> Manifest:
-    """Read and validate a manifest file."""
+    """Read and validate a manifest file; it is never read through a symbolic link."""
     import yaml
 
+    from acl.errors import UnsafePath
+    from indexer.safe_scan import read_file_nofollow
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InvalidArgument(f"cannot read ACL manifest {path}: {exc.strerror}") from None
+        text = read_file_nofollow(path, MAX_MANIFEST_BYTES).decode("utf-8")
+        data = yaml.safe_load(text)
+    except UnsafePath as exc:
+        raise InvalidArgument(f"cannot read ACL manifest {path}: {exc.message}") from None
+    except UnicodeDecodeError:
+        raise InvalidArgument(f"ACL manifest {path} is not UTF-8 text") from None
     except yaml.YAMLError as exc:
         raise InvalidArgument(f"ACL manifest {path} is not valid YAML: {exc}") from None
     return parse_manifest(data, str(path))

@@ -46,12 +46,13 @@ def cmd_index(args: argparse.Namespace, app: Any) -> int:
         )
     finally:
         bar.close()
-    for name, reason in sorted(report.failed.items()):
+    for name, reason in sorted({**report.refused, **report.failed}.items()):
         print(f"skipped {name}: {reason}", file=sys.stderr)
     print(
         f"store {args.store}: {len(report.indexed)} indexed ({report.chunks} chunks), "
         f"{len(report.unchanged)} unchanged, {len(report.acl_updated)} ACL updated, "
         f"{len(report.removed)} removed, {len(report.failed)} failed"
+        + (f", {len(report.refused)} refused (links, special files, bad names)" if report.refused else "")
         + (f", {len(report.skipped)} unsupported files ignored" if report.skipped else "")
     )
     if not report.ok:

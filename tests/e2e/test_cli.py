@@ -155,3 +155,38 @@ def test_corrupt_files_are_skipped_by_name(tmp_path: Path, corpus: Path) -> None
     (only_bad / "x.pdf").write_bytes(b"nope")
     result = run(tmp_path / "data", "index", str(only_bad), "--store", "bad", "--quiet", check=False)
     assert result.returncode != 0 and "skipped x.pdf" in result.stderr
+
+
+def test_index_refuses_links_special_files_and_odd_names(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "planted"
+    shutil.copytree(corpus, folder)
+    data = tmp_path / "data"
+    run(data, "token", "--user", "alice")  # creates <data dir>/jwt-secret
+    secret = (data / "jwt-secret").read_text().strip()
+    handbook = folder / "handbook"
+    (handbook / "bands.md").symlink_to("../hr/salary-bands.md")
+    (handbook / "secret-link.txt").symlink_to(data / "jwt-secret")
+    (handbook / "environ.txt").symlink_to("/proc/self/environ")
+    (handbook / "hr-copy").symlink_to(folder / "hr", target_is_directory=True)
+    os.mkfifo(handbook / "pipe.md")
+    (handbook / "odd\nname.md").write_text("Salary bands are public now, says this odd file.\n")
+    monkeypatch.setenv("DOCQA_PLANTED_MARKER", "environment-leak-marker")
+    result = run(data, "index", str(folder), "--store", "acme", "--quiet")
+    assert "7 indexed" in result.stdout and "6 refused" in result.stdout
+    for line in (
+        "skipped handbook/bands.md: symbolic link (not followed)",
+        "skipped handbook/secret-link.txt: symbolic link (not followed)",
+        "skipped handbook/environ.txt: symbolic link (not followed)",
+        "skipped handbook/hr-copy: symbolic link to a folder (not followed)",
+        "skipped handbook/pipe.md: not a regular file (FIFO)",
+        "skipped handbook/odd\\nname.md: file name holds a control character (no ACL rule can match it)",
+    ):
+        assert line in result.stderr.splitlines(), result.stderr
+    for question in ("salary bands engineering", "environment marker", "signing secret"):
+        out = run(data, "search", question, "--store", "acme", "--as", "bob", "--k", "50", "--json").stdout
+        found = json.loads(out)
+        assert {c["document_id"].split("/")[0] for c in found["chunks"]} <= {"handbook", "engineering"}
+        assert "environment-leak-marker" not in out and secret not in out and "odd file" not in out
+    assert run(data, "acl", "show", "handbook/bands.md", "--store", "acme", check=False).returncode == 3

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from acl.errors import ConfigurationError
+from indexer.private_files import private_dir
 from service.config import Settings
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ class App:
 
                 laptop = self.settings.database.url is None
                 if laptop:
-                    self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+                    private_dir(self.settings.data_dir)
                 # The laptop's SQLite file is migrated on first use; a configured database
                 # (PostgreSQL in production) must be migrated by `docqa db upgrade` first.
                 self._repository = SqlSettingsRepository.from_url(self.settings.database_url, upgrade=laptop)
@@ -93,7 +94,7 @@ class App:
             if self._index is None:
                 from indexer.index.embedded import EmbeddedIndex
 
-                self.settings.index_dir.mkdir(parents=True, exist_ok=True)
+                private_dir(self.settings.index_dir)
                 self._index = EmbeddedIndex(self.settings.index_dir)
             return self._index
 

@@ -212,6 +212,10 @@ def cmd_doctor(args: argparse.Namespace, app: Any) -> int:
         failed += 0 if ok else 1
         print(f"{check:<24} {'ok' if ok else 'FAIL':<5} {detail}")
 
+    # Before anything opens (and so creates) a file under the data directory.
+    for check, detail in _doctor_private_files(settings.data_dir):
+        print(f"{check:<24} {'WARN':<5} {detail}")
+
     stores: list[Any] = []
     database = make_url(settings.database_url).render_as_string(hide_password=True)
     try:
@@ -228,6 +232,28 @@ def cmd_doctor(args: argparse.Namespace, app: Any) -> int:
     for name, ok, detail in check_generator(settings):
         line(name, ok, detail)
     return 0 if not failed else 1
+
+
+def _doctor_private_files(data_dir: Path) -> list[tuple[str, str]]:
+    """Warnings for entries under the data directory that others than its owner may read or write."""
+    from indexer.private_files import wider_than_private
+
+    if not data_dir.is_dir():
+        return []
+    wide = wider_than_private(data_dir)
+    if not wide:
+        print(f"{'data directory':<24} {'ok':<5} {data_dir}: private (files 0600, folders 0700)")
+        return []
+    shown = [(str(path), mode) for path, mode in wide[:20]]
+    more = f" (and {len(wide) - 20} more)" if len(wide) > 20 else ""
+    return [
+        (
+            "data directory",
+            f"{len(wide)} entr{'y' if len(wide) == 1 else 'ies'} under {data_dir} readable by others "
+            f"than the owner; run: chmod -R go-rwx {data_dir}{more}",
+        ),
+        *(("  private files", f"{path} is {mode:04o}") for path, mode in shown),
+    ]
 
 
 def _doctor_index(app: Any, stores: list[Any], line: Callable[[str, bool, str], None]) -> None:
@@ -326,11 +352,12 @@ def cmd_db(args: argparse.Namespace, app: Any) -> int:
     from sqlalchemy.exc import OperationalError
 
     from acl.errors import Unavailable
+    from indexer.private_files import private_dir
     from service.sql_repository import make_engine
 
     settings = app.settings
     if settings.database.url is None:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(settings.data_dir)
     shown = make_url(settings.database_url).render_as_string(hide_password=True)
     engine = make_engine(settings.database_url)
     try:

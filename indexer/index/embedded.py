@@ -32,6 +32,7 @@ from indexer.index.embedded_store import OpenStore
 from indexer.index.filters import Filter, validate
 from indexer.index.hnsw_policy import EfPolicy
 from indexer.index.port import ChunkRecord, Index, SearchHit, StoreSpec, Vector
+from indexer.private_files import private_dir
 
 _RETRIES = 3
 _T = TypeVar("_T")
@@ -100,7 +101,7 @@ class EmbeddedIndex(Index):
                 return
             path = self._path(store.store_id)
             if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                private_dir(path.parent)
             table = ChunkTable.create(path, store.dimension)
             self._stores[store.store_id] = OpenStore(table, path, self._planner, self._background)
 

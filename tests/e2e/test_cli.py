@@ -190,3 +190,27 @@ def test_index_refuses_links_special_files_and_odd_names(
         assert {c["document_id"].split("/")[0] for c in found["chunks"]} <= {"handbook", "engineering"}
         assert "environment-leak-marker" not in out and secret not in out and "odd file" not in out
     assert run(data, "acl", "show", "handbook/bands.md", "--store", "acme", check=False).returncode == 3
+
+
+def test_data_dir_is_private_whatever_the_umask_and_doctor_warns_when_not(tmp_path: Path, corpus: Path) -> None:
+    data = tmp_path / "fresh" / "data"
+    old = os.umask(0o022)
+    try:
+        run(data, "index", str(corpus / "handbook"), "--store", "hb", "--acl-manifest", str(corpus / "acl.yaml"))
+        run(data, "token", "--user", "alice")
+        run(data, "search", "vacation", "--store", "hb", "--as", "bob")
+    finally:
+        os.umask(old)
+    entries = [data, *data.rglob("*")]
+    names = {p.relative_to(data).as_posix() for p in entries}
+    assert {"settings.sqlite", "jwt-secret", "index", "index/hb.sqlite"} <= names
+    for path in entries:
+        mode = path.stat().st_mode & 0o777
+        assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
+    clean = run(data, "doctor")
+    assert "WARN" not in clean.stdout
+    (data / "settings.sqlite").chmod(0o644)
+    (data / "index").chmod(0o755)
+    warned = run(data, "doctor", check=False).stdout
+    assert "WARN" in warned
+    assert f"{data / 'settings.sqlite'} is 0644" in warned and f"{data / 'index'} is 0755" in warned

@@ -130,7 +130,10 @@ def _store_dict(store: Any) -> dict[str, Any]:
 
 
 def cmd_stores(args: argparse.Namespace, app: Any) -> int:
-    summaries = app.admin_without_index().summaries()
+    from service.store_summaries import ADMIN, StoreSummaries
+
+    # The CLI is the administrator's tool on the server: the admin view, through the one listing.
+    summaries = StoreSummaries(app.repository).list(ADMIN)
     if args.json:
         print(json.dumps([{**_store_dict(s.store), "documents": s.documents, "chunks": s.chunks} for s in summaries]))
         return 0

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from acl.checker import AccessChecker
-from acl.directory import expand_principals
 from acl.errors import GeneratorUnavailable, InvalidArgument, NotFound
 from indexer.embedder import Embedder
 from indexer.index import ChunkRecord, Index, SearchHit, acl_filter, and_, documents_filter
@@ -128,7 +127,7 @@ class QueryEngine:
 
     def principals(self, caller: Caller) -> frozenset[str]:
         """The caller's principal set: user, transitive groups, token groups, everyone."""
-        return expand_principals(caller.principal, self._repo.memberships(), caller.asserted_groups)
+        return caller.principals(self._repo)
 
     # validation -----------------------------------------------------------------
     def _store(self, store_id: str) -> Store:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from acl.errors import ConfigurationError
 from indexer.private_files import private_dir
+from indexer.store_ids import validate_store_id
 from service.config import Settings
 
 if TYPE_CHECKING:
@@ -170,10 +171,16 @@ class App:
 
         return Admin(self.repository, None)
 
-    def ingestor(self, store_id: str):  # type: ignore[no-untyped-def]
-        """An ingestor for ``store_id``, creating the store and its index if new."""
+    def ingestor(self, store_id: str, *, create: bool = True):  # type: ignore[no-untyped-def]
+        """An ingestor for ``store_id``, creating the store and its index if new.
+
+        With ``create=False`` an unknown store is NotFound, never created.
+        """
         from indexer.pipeline import Ingestor
 
+        validate_store_id(store_id)  # before the embedding model is loaded
+        if not create:
+            self.admin_without_index().store(store_id)
         embedder = self.embedder()
         store = self.admin.ensure_store(store_id, embedder.model_name, self.settings.store_defaults)
         if store.embedding_model != embedder.model_name:  # pragma: no cover - ensure_store checks

@@ -113,7 +113,8 @@ class IndexingServicer:
         if not request.HasField("acl"):
             raise InvalidArgument("acl is required (principals that may read the document)")
         acl = _acl(request.acl)
-        report = self.services.app.ingestor(request.store_id).upsert_bytes(
+        # A store is created only on request: a mistyped store id is NOT_FOUND.
+        report = self.services.app.ingestor(request.store_id, create=request.create_store).upsert_bytes(
             request.document_id,
             data,
             content_type,
@@ -137,7 +138,7 @@ class IndexingServicer:
         store = self.services.app.admin_without_index().find_document_store(
             request.document_id, request.store_id or None
         )
-        self.services.app.ingestor(store).delete(request.document_id)
+        self.services.app.ingestor(store, create=False).delete(request.document_id)
         return self.services.stubs.indexing.DeleteDocumentResponse()
 
     @rpc

@@ -100,9 +100,15 @@ def test_bad_input_is_one_line_and_non_zero(data_dir: Path) -> None:
         ["ask", QUESTION, "--store", "acme", "--as", "alice", "--level", "high"],
         ["ask", "   ", "--store", "acme", "--as", "alice"],
         ["settings", "set", "acme", "--level", "-1"],
+        ["ask", QUESTION, "--store", "acme", "--as", "alice\n"],
+        ["search", QUESTION, "--store", "acme", "--as", "alice\n"],
+        ["index", str(ROOT / "examples" / "acme"), "--store", "acme\n", "--quiet"],
+        ["acl", "set", "finance/q3-results.md", "--store", "acme", "--allow", "user:alice\n"],
+        ["groups", "add-member", "auditors", "user:alice\n"],
     ):
         result = run(data_dir, *args, check=False)
         assert result.returncode == 2 and result.stderr.startswith("error:"), (args, result.stderr)
+        assert len(result.stderr.rstrip("\n").splitlines()) == 1, (args, result.stderr)
     result = run(data_dir, "ask", QUESTION, "--store", "nope", "--as", "alice", check=False)
     assert result.returncode == 3 and "store 'nope' not found" in result.stderr
 

@@ -102,13 +102,13 @@ def load_manifest(path: Path) -> Manifest:
     """Read and validate a manifest file; it is never read through a symbolic link."""
     import yaml
 
-    from acl.errors import UnsafePath
+    from acl.errors import LoadError
     from indexer.safe_scan import read_file_nofollow
 
     try:
         text = read_file_nofollow(path, MAX_MANIFEST_BYTES).decode("utf-8")
         data = yaml.safe_load(text)
-    except UnsafePath as exc:
+    except LoadError as exc:  # a link, a special file, or one that cannot be opened
         raise InvalidArgument(f"cannot read ACL manifest {path}: {exc.message}") from None
     except UnicodeDecodeError:
         raise InvalidArgument(f"ACL manifest {path} is not UTF-8 text") from None

@@ -149,6 +149,11 @@ class Ingestor:
                 if progress:
                     progress(1)
                 continue
+            except LoadError as exc:
+                report.failed[document_id] = f"cannot read file: {_reason(exc, document_id)}"
+                if progress:
+                    progress(1)
+                continue
             acl = manifest.acl_for(document_id)
             previous = known.get(document_id)
             if previous is not None and previous.content_hash == digest:
@@ -309,7 +314,7 @@ class Ingestor:
         return len(batch)
 
 
-def _reason(error: UnsafePath, document_id: str) -> str:
+def _reason(error: LoadError, document_id: str) -> str:
     """The reason alone: the report names the entry already."""
     prefix = f"{document_id}: "
     return error.message[len(prefix) :] if error.message.startswith(prefix) else error.message

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from acl.errors import UnsafePath
+from acl.errors import LoadError, UnsafePath
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat refuses it next.
@@ -29,6 +29,7 @@ _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 LINK = "symbolic link (not followed)"
 FOLDER_LINK = "symbolic link to a folder (not followed)"
+NOT_A_FOLDER = "not a folder"
 
 
 @dataclass(slots=True)
@@ -114,7 +115,7 @@ def _scan(fd: int, prefix: str, supported: frozenset[str], ignore: frozenset[str
             try:
                 child = os.open(name, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
-                result.refused[relative] = _open_reason(exc)
+                result.refused[relative] = _open_reason(exc, name, fd)
                 continue
             try:
                 _scan(child, relative + "/", supported, ignore, result)
@@ -136,9 +137,15 @@ def _points_to_folder(name: str, fd: int) -> bool:
         return False
 
 
-def _open_reason(exc: OSError) -> str:
+def _open_reason(exc: OSError, name: str, dir_fd: int) -> str:
+    """Why opening ``name`` in ``dir_fd`` without following links failed, in the report's words."""
     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-        return LINK
+        # O_NOFOLLOW on a link answers ELOOP, or ENOTDIR together with O_DIRECTORY.
+        try:
+            is_link = stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+        except OSError:
+            is_link = False
+        return LINK if is_link or exc.errno == errno.ELOOP else NOT_A_FOLDER
     return f"cannot open ({exc.strerror or type(exc).__name__})"
 
 
@@ -149,14 +156,21 @@ def _opened(root: Path, relative: str) -> Iterator[int]:
     if not relative or any(p in ("", ".", "..") for p in parts):
         raise UnsafePath(f"{relative!r} is not a plain path inside the folder")
     # The folder itself is named by the administrator: resolve it once, follow nothing below it.
-    fds = [os.open(os.path.realpath(root), _DIR_FLAGS & ~os.O_NOFOLLOW)]
     try:
-        for part in parts[:-1]:
-            fds.append(os.open(part, _DIR_FLAGS, dir_fd=fds[-1]))
-        fds.append(os.open(parts[-1], _FILE_FLAGS, dir_fd=fds[-1]))
-        yield fds[-1]
+        fds = [os.open(os.path.realpath(root), _DIR_FLAGS & ~os.O_NOFOLLOW)]
     except OSError as exc:
-        raise UnsafePath(f"{shown(relative)}: {_open_reason(exc)}") from None
+        raise LoadError(f"{root}: cannot open folder ({exc.strerror or type(exc).__name__})") from None
+    try:
+        for position, part in enumerate(parts):
+            flags = _DIR_FLAGS if position < len(parts) - 1 else _FILE_FLAGS
+            try:
+                fds.append(os.open(part, flags, dir_fd=fds[-1]))
+            except OSError as exc:
+                reason = _open_reason(exc, part, fds[-1])
+                # A link is refused; a file that vanished or may not be read simply failed.
+                error = UnsafePath if reason in (LINK, NOT_A_FOLDER) else LoadError
+                raise error(f"{shown(relative)}: {reason}") from None
+        yield fds[-1]
     finally:
         for fd in reversed(fds):
             os.close(fd)
@@ -166,7 +180,8 @@ def read_inside(root: Path, relative: str, max_bytes: int | None = None) -> byte
     """The bytes of the regular file ``root/relative``, never through a link.
 
     Raises ``UnsafePath`` for a link anywhere on the way, a non-regular file,
-    a path that leaves ``root``, or a file larger than ``max_bytes``.
+    a path that leaves ``root``, or a file larger than ``max_bytes``; and
+    ``LoadError`` for a file that cannot be opened (gone, no permission).
     """
     with _opened(root, relative) as fd:
         info = os.fstat(fd)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from acl.errors import InvalidArgument, UnsafePath
+from acl.errors import InvalidArgument, LoadError, UnsafePath
 from acl.model import EVERYONE
 from indexer.index import StoreSpec
 from indexer.pipeline import Ingestor
@@ -131,3 +131,9 @@ def test_read_inside_never_leaves_the_folder(folder: Path) -> None:
 
 def test_shown_keeps_one_line() -> None:
     assert shown("a\nb\\c\x7f") == "a\\nb\\\\c\\x7f"
+
+
+def test_an_unreadable_file_fails_by_name_and_is_not_refused(folder: Path, repo: SqlSettingsRepository) -> None:
+    with pytest.raises(LoadError) as info:
+        read_inside(folder, "public/gone.md")
+    assert not isinstance(info.value, UnsafePath) and "gone.md" in info.value.message

@@ -56,10 +56,15 @@ class Manifest:
 
     def acl_for(self, relative_path: str) -> Acl:
         """The ACL of the first rule matching the path; nobody may read an unmatched one."""
+        rule = self.rule_for(relative_path)
+        return NOBODY if rule is None else rule.acl
+
+    def rule_for(self, relative_path: str) -> AclRule | None:
+        """The first rule matching the path, or None when no rule does."""
         for rule in self.rules:
             if rule.matches(relative_path):
-                return rule.acl
-        return NOBODY
+                return rule
+        return None
 
 
 def parse_manifest(data: Any, source: str = "manifest") -> Manifest:

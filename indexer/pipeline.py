@@ -64,6 +64,8 @@ class IndexReport:
     failed: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     refused: dict[str, str] = field(default_factory=dict)
+    #: Files no manifest rule matches: indexed, but readable by nobody.
+    unmatched: list[str] = field(default_factory=list)
     chunks: int = 0
 
     @property
@@ -155,6 +157,8 @@ class Ingestor:
                     progress(1)
                 continue
             acl = manifest.acl_for(document_id)
+            if manifest.rule_for(document_id) is None:
+                report.unmatched.append(document_id)
             previous = known.get(document_id)
             if previous is not None and previous.content_hash == digest:
                 if previous.acl != acl:

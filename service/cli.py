@@ -48,6 +48,8 @@ def cmd_index(args: argparse.Namespace, app: Any) -> int:
         bar.close()
     for name, reason in sorted({**report.refused, **report.failed}.items()):
         print(f"skipped {name}: {reason}", file=sys.stderr)
+    for name in report.unmatched:
+        print(f"note: {name}: no rule of the ACL manifest matches it, so nobody may read it", file=sys.stderr)
     print(
         f"store {args.store}: {len(report.indexed)} indexed ({report.chunks} chunks), "
         f"{len(report.unchanged)} unchanged, {len(report.acl_updated)} ACL updated, "

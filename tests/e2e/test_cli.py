@@ -178,9 +178,11 @@ def test_index_refuses_links_special_files_and_odd_names(
     (handbook / "hr-copy").symlink_to(folder / "hr", target_is_directory=True)
     os.mkfifo(handbook / "pipe.md")
     (handbook / "odd\nname.md").write_text("Salary bands are public now, says this odd file.\n")
+    (folder / "stray.md").write_text("# Stray\n\nNo rule of the manifest covers this file.\n")
     monkeypatch.setenv("DOCQA_PLANTED_MARKER", "environment-leak-marker")
     result = run(data, "index", str(folder), "--store", "acme", "--quiet")
-    assert "7 indexed" in result.stdout and "6 refused" in result.stdout
+    assert "8 indexed" in result.stdout and "6 refused" in result.stdout
+    assert "note: stray.md: no rule of the ACL manifest matches it, so nobody may read it" in result.stderr
     for line in (
         "skipped handbook/bands.md: symbolic link (not followed)",
         "skipped handbook/secret-link.txt: symbolic link (not followed)",

@@ -137,3 +137,11 @@ def test_an_unreadable_file_fails_by_name_and_is_not_refused(folder: Path, repo:
     with pytest.raises(LoadError) as info:
         read_inside(folder, "public/gone.md")
     assert not isinstance(info.value, UnsafePath) and "gone.md" in info.value.message
+
+
+def test_a_file_no_rule_matches_is_named(folder: Path, repo: SqlSettingsRepository) -> None:
+    (folder / "stray.md").write_text("# Stray\n\nNo rule covers this file.\n")
+    index = FakeIndex()
+    report = ingestor(index, repo).index_folder(folder)
+    assert report.unmatched == ["stray.md"] and "stray.md" in report.indexed
+    assert "Stray" not in readable_texts(index, ["user:bob", EVERYONE, "group:hr"])

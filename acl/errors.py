@@ -54,3 +54,7 @@ class ConfigurationError(DocQAError):
 
 class LoadError(DocQAError):
     """A source document could not be read (corrupt, encrypted, unreadable)."""
+
+
+class UnsafePath(LoadError):
+    """A path the folder scan refuses to read: a link, a special file, or outside its folder."""

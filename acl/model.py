@@ -10,12 +10,13 @@ from acl.errors import InvalidArgument
 
 EVERYONE = "group:everyone"
 
-_PRINCIPAL = re.compile(r"^(user|group):[A-Za-z0-9._@+\-]{1,200}$")
+# Checked whole with fullmatch: ``match`` with ``$`` would let "user:alice\n" through.
+_PRINCIPAL = re.compile(r"(user|group):[A-Za-z0-9._@+\-]{1,200}")
 
 
 def validate_principal(principal: str) -> str:
     """Return ``principal`` unchanged if it is ``user:<id>`` or ``group:<id>``."""
-    if not isinstance(principal, str) or not _PRINCIPAL.match(principal):
+    if not isinstance(principal, str) or _PRINCIPAL.fullmatch(principal) is None:
         raise InvalidArgument(
             f"invalid principal {principal!r}: expected 'user:<id>' or 'group:<id>' (letters, digits and . _ @ + -)"
         )

@@ -12,6 +12,8 @@ from acl.errors import InvalidArgument
 from acl.model import NOBODY, Acl, validate_principal
 
 MANIFEST_NAME = "acl.yaml"
+#: A manifest is a page of rules; anything much larger is a mistake (or a device).
+MAX_MANIFEST_BYTES = 4 << 20
 
 
 @lru_cache(maxsize=256)
@@ -54,10 +56,15 @@ class Manifest:
 
     def acl_for(self, relative_path: str) -> Acl:
         """The ACL of the first rule matching the path; nobody may read an unmatched one."""
+        rule = self.rule_for(relative_path)
+        return NOBODY if rule is None else rule.acl
+
+    def rule_for(self, relative_path: str) -> AclRule | None:
+        """The first rule matching the path, or None when no rule does."""
         for rule in self.rules:
             if rule.matches(relative_path):
-                return rule.acl
-        return NOBODY
+                return rule
+        return None
 
 
 def parse_manifest(data: Any, source: str = "manifest") -> Manifest:
@@ -97,13 +104,19 @@ def parse_manifest(data: Any, source: str = "manifest") -> Manifest:
 
 
 def load_manifest(path: Path) -> Manifest:
-    """Read and validate a manifest file."""
+    """Read and validate a manifest file; it is never read through a symbolic link."""
     import yaml
 
+    from acl.errors import LoadError
+    from indexer.safe_scan import read_file_nofollow
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InvalidArgument(f"cannot read ACL manifest {path}: {exc.strerror}") from None
+        text = read_file_nofollow(path, MAX_MANIFEST_BYTES).decode("utf-8")
+        data = yaml.safe_load(text)
+    except LoadError as exc:  # a link, a special file, or one that cannot be opened
+        raise InvalidArgument(f"cannot read ACL manifest {path}: {exc.message}") from None
+    except UnicodeDecodeError:
+        raise InvalidArgument(f"ACL manifest {path} is not UTF-8 text") from None
     except yaml.YAMLError as exc:
         raise InvalidArgument(f"ACL manifest {path} is not valid YAML: {exc}") from None
     return parse_manifest(data, str(path))

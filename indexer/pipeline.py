@@ -17,15 +17,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from acl.errors import DocQAError, InvalidArgument, LoadError
+from acl.errors import DocQAError, InvalidArgument, LoadError, UnsafePath
 from acl.model import Acl
 from indexer.chunker import Chunker
 from indexer.documents import DocumentRecord, LoadedDocument
 from indexer.embedder import Embedder
 from indexer.index import ChunkRecord, Index
 from indexer.index.port import DocumentsRejected, Vector
-from indexer.loaders import SUPPORTED_SUFFIXES, load_bytes, load_path
+from indexer.loaders import SUPPORTED_SUFFIXES, content_type_for, load_bytes
 from indexer.manifest import MANIFEST_NAME, load_manifest
+from indexer.safe_scan import ScanResult, read_inside, scan_folder
 
 log = logging.getLogger("docqa.indexer")
 
@@ -62,6 +63,9 @@ class IndexReport:
     removed: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+    #: Files no manifest rule matches: indexed, but readable by nobody.
+    unmatched: list[str] = field(default_factory=list)
     chunks: int = 0
 
     @property
@@ -95,7 +99,7 @@ def folder_and_manifest(root: Path, manifest_path: Path | None = None) -> tuple[
         raise InvalidArgument(f"{root} is not a folder")
     root = root.resolve()
     manifest_file = manifest_path or root / MANIFEST_NAME
-    if not manifest_file.is_file():
+    if not os.path.lexists(manifest_file):  # a link is there, and refused by load_manifest
         raise InvalidArgument(
             f"no ACL manifest at {manifest_file}: create {MANIFEST_NAME} in the folder "
             "or pass --acl-manifest (documents without a rule are readable by nobody)"
@@ -114,24 +118,14 @@ class Ingestor:
         self._chunker = Chunker(embedder.tokenizer, embedder.max_tokens)
 
     # folders ----------------------------------------------------------------------
-    def scan(self, root: Path) -> tuple[list[Path], list[str]]:
-        """Indexable files under ``root`` (sorted) and the names of skipped ones."""
+    def scan(self, root: Path) -> ScanResult:
+        """Indexable files under ``root`` (sorted), unsupported ones, and refused entries.
+
+        Never follows a link and never reads a non-regular file (see ``indexer.safe_scan``).
+        """
         if not root.is_dir():
             raise InvalidArgument(f"{root} is not a folder")
-        files: list[Path] = []
-        skipped: list[str] = []
-        for folder, dirs, names in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            for name in sorted(names):
-                path = Path(folder) / name
-                relative = path.relative_to(root).as_posix()
-                if name.startswith(".") or relative == MANIFEST_NAME:
-                    continue
-                if path.suffix.lower() in SUPPORTED_SUFFIXES:
-                    files.append(path)
-                else:
-                    skipped.append(relative)
-        return files, skipped
+        return scan_folder(root, SUPPORTED_SUFFIXES, ignore=frozenset({MANIFEST_NAME}))
 
     def index_folder(
         self,
@@ -146,30 +140,39 @@ class Ingestor:
 
         ``on_total`` gets the number of files to look at, ``progress`` each
         file done (indexed, unchanged, failed) and ``on_chunks`` each batch of
-        chunks embedded and written.
+        chunks embedded and written. Links, special files and names no rule can
+        match are never indexed (one already indexed is removed); each is named
+        in ``report.refused``.
         """
         root, manifest_file = folder_and_manifest(root, manifest_path)
         manifest = load_manifest(manifest_file)
         origin = f"folder:{root}"
         self._catalog.replace_groups(manifest.groups, origin=f"manifest:{self._store_id}:{root}")
-        files, skipped = self.scan(root)
-        report = IndexReport(skipped=skipped)
+        found = self.scan(root)
+        report = IndexReport(skipped=found.unsupported, refused=dict(found.refused))
         known = {d.id: d for d in self._catalog.list_documents(self._store_id, origin=origin)}
         if on_total:
-            on_total(len(files))
+            on_total(len(found.files))
         seen: set[str] = set()
-        work: list[tuple[str, Path, str, Acl]] = []
-        for path in files:
-            document_id = path.relative_to(root).as_posix()
+        work: list[tuple[str, Acl]] = []
+        for document_id in found.files:
             seen.add(document_id)
             try:
-                digest = content_hash(path.read_bytes())
-            except OSError as exc:
-                report.failed[document_id] = f"cannot read file: {exc.strerror}"
+                digest = content_hash(read_inside(root, document_id))
+            except UnsafePath as exc:
+                report.refused[document_id] = _reason(exc, document_id)
+                seen.discard(document_id)
+                if progress:
+                    progress(1)
+                continue
+            except LoadError as exc:
+                report.failed[document_id] = f"cannot read file: {_reason(exc, document_id)}"
                 if progress:
                     progress(1)
                 continue
             acl = manifest.acl_for(document_id)
+            if manifest.rule_for(document_id) is None:
+                report.unmatched.append(document_id)
             previous = known.get(document_id)
             if previous is not None and previous.content_hash == digest:
                 if previous.acl != acl:
@@ -180,21 +183,33 @@ class Ingestor:
                 if progress:
                     progress(1)
                 continue
-            work.append((document_id, path, digest, acl))
+            work.append((document_id, acl))
         for document_id in sorted(set(known) - seen):
             self.delete(document_id)
             report.removed.append(document_id)
 
         def loaded() -> Iterator[_Pending]:
-            for document_id, path, digest, acl in work:
+            for document_id, acl in work:
+                path = root / document_id
                 try:
-                    document = load_path(path)
+                    # Read again, the same safe way: what is hashed is what is indexed.
+                    data = read_inside(root, document_id)
+                    document = load_bytes(data, content_type_for(path) or "", path.name)
+                except UnsafePath as exc:
+                    # Swapped for a link or a special file since the scan.
+                    report.refused[document_id] = _reason(exc, document_id)
+                    if document_id in known:
+                        self.delete(document_id)
+                        report.removed.append(document_id)
+                    if progress:
+                        progress(1)
+                    continue
                 except LoadError as exc:
                     report.failed[document_id] = exc.message
                     if progress:
                         progress(1)
                     continue
-                yield self._prepare(document_id, digest, acl, path.as_uri(), document)
+                yield self._prepare(document_id, content_hash(data), acl, path.as_uri(), document)
 
         for done in self._embed_and_write(loaded(), origin, report, on_chunks):
             if progress:
@@ -327,6 +342,12 @@ class Ingestor:
             report.indexed.append(item.document_id)
             report.chunks += len(records)
         return len(batch)
+
+
+def _reason(error: LoadError, document_id: str) -> str:
+    """The reason alone: the report names the entry already."""
+    prefix = f"{document_id}: "
+    return error.message[len(prefix) :] if error.message.startswith(prefix) else error.message
 
 
 def _with_vector(record: ChunkRecord, vector: Vector) -> ChunkRecord:

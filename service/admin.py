@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from acl.errors import DocQAError, IndexUnavailable, InvalidArgument, NotFound
@@ -16,13 +15,6 @@ from service.threshold import Threshold, parse_level
 
 if TYPE_CHECKING:
     from indexer.index import Index
-
-
-@dataclass(frozen=True, slots=True)
-class StoreSummary:
-    store: Store
-    documents: int
-    chunks: int
 
 
 def _number(name: str, value: Any) -> float:
@@ -71,13 +63,6 @@ class Admin:
                 f"but the configured model is {embedding_model!r}"
             )
         return store
-
-    def summaries(self) -> list[StoreSummary]:
-        out = []
-        for store in self._repo.list_stores():
-            documents = self._repo.list_documents(store.id)
-            out.append(StoreSummary(store, len(documents), sum(d.chunk_count for d in documents)))
-        return out
 
     def update_settings(self, store_id: str, **changes: Any) -> Store:
         """Validate and apply setting changes (None values are ignored)."""

@@ -23,6 +23,7 @@ import jwt
 
 from acl.errors import ConfigurationError, InvalidArgument, PermissionDenied, Unauthenticated
 from acl.model import user_principal, validate_principal
+from indexer.private_files import private_dir
 from service.config import AuthConfig, Settings
 from service.queries import Caller
 
@@ -68,7 +69,7 @@ def hs256_secret(settings: Settings, *, create: bool = True) -> str | None:
             if configured_file:
                 raise ConfigurationError(f"auth.hs256_secret_file: {path} does not exist")
             return None
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         # O_EXCL: two processes starting at once agree on one secret.
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from acl.errors import ConfigurationError
+from indexer.private_files import private_dir
+from indexer.store_ids import validate_store_id
 from service.config import Settings
 
 if TYPE_CHECKING:
@@ -52,7 +54,7 @@ class App:
 
                 laptop = self.settings.database.url is None
                 if laptop:
-                    self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+                    private_dir(self.settings.data_dir)
                 # The laptop's SQLite file is migrated on first use; a configured database
                 # (PostgreSQL in production) must be migrated by `docqa db upgrade` first.
                 self._repository = SqlSettingsRepository.from_url(self.settings.database_url, upgrade=laptop)
@@ -94,7 +96,7 @@ class App:
             if self._index is None:
                 from indexer.index.embedded import EmbeddedIndex
 
-                self.settings.index_dir.mkdir(parents=True, exist_ok=True)
+                private_dir(self.settings.index_dir)
                 self._index = EmbeddedIndex(self.settings.index_dir)
             return self._index
 
@@ -191,10 +193,16 @@ class App:
 
         return Admin(self.repository, None)
 
-    def ingestor(self, store_id: str):  # type: ignore[no-untyped-def]
-        """An ingestor for ``store_id``, creating the store and its index if new."""
+    def ingestor(self, store_id: str, *, create: bool = True):  # type: ignore[no-untyped-def]
+        """An ingestor for ``store_id``, creating the store and its index if new.
+
+        With ``create=False`` an unknown store is NotFound, never created.
+        """
         from indexer.pipeline import Ingestor
 
+        validate_store_id(store_id)  # before the embedding model is loaded
+        if not create:
+            self.admin_without_index().store(store_id)
         embedder = self.embedder()
         store = self.admin.ensure_store(store_id, embedder.model_name, self.settings.store_defaults)
         if store.embedding_model != embedder.model_name:  # pragma: no cover - ensure_store checks

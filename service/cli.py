@@ -65,12 +65,15 @@ def cmd_index(args: argparse.Namespace, app: Any) -> int:
     finally:
         if progress is not None:
             progress.close()
-    for name, reason in sorted(report.failed.items()):
+    for name, reason in sorted({**report.refused, **report.failed}.items()):
         print(f"skipped {name}: {reason}", file=sys.stderr)
+    for name in report.unmatched:
+        print(f"note: {name}: no rule of the ACL manifest matches it, so nobody may read it", file=sys.stderr)
     print(
         f"store {args.store}: {len(report.indexed)} indexed ({report.chunks} chunks), "
         f"{len(report.unchanged)} unchanged, {len(report.acl_updated)} ACL updated, "
         f"{len(report.removed)} removed, {len(report.failed)} failed"
+        + (f", {len(report.refused)} refused (links, special files, bad names)" if report.refused else "")
         + (f", {len(report.skipped)} unsupported files ignored" if report.skipped else "")
     )
     if not report.ok:
@@ -158,7 +161,10 @@ def _store_dict(store: Any) -> dict[str, Any]:
 
 
 def cmd_stores(args: argparse.Namespace, app: Any) -> int:
-    summaries = app.admin_without_index().summaries()
+    from service.store_summaries import ADMIN, StoreSummaries
+
+    # The CLI is the administrator's tool on the server: the admin view, through the one listing.
+    summaries = StoreSummaries(app.repository).list(ADMIN)
     if args.json:
         print(json.dumps([{**_store_dict(s.store), "documents": s.documents, "chunks": s.chunks} for s in summaries]))
         return 0
@@ -240,6 +246,10 @@ def cmd_doctor(args: argparse.Namespace, app: Any) -> int:
         failed += 0 if ok else 1
         print(f"{check:<24} {'ok' if ok else 'FAIL':<5} {detail}")
 
+    # Before anything opens (and so creates) a file under the data directory.
+    for check, detail in _doctor_private_files(settings.data_dir):
+        print(f"{check:<24} {'WARN':<5} {detail}")
+
     stores: list[Any] = []
     database = make_url(settings.database_url).render_as_string(hide_password=True)
     try:
@@ -256,6 +266,28 @@ def cmd_doctor(args: argparse.Namespace, app: Any) -> int:
     for name, ok, detail in check_generator(settings):
         line(name, ok, detail)
     return 0 if not failed else 1
+
+
+def _doctor_private_files(data_dir: Path) -> list[tuple[str, str]]:
+    """Warnings for entries under the data directory that others than its owner may read or write."""
+    from indexer.private_files import wider_than_private
+
+    if not data_dir.is_dir():
+        return []
+    wide = wider_than_private(data_dir)
+    if not wide:
+        print(f"{'data directory':<24} {'ok':<5} {data_dir}: private (files 0600, folders 0700)")
+        return []
+    shown = [(str(path), mode) for path, mode in wide[:20]]
+    more = f" (and {len(wide) - 20} more)" if len(wide) > 20 else ""
+    return [
+        (
+            "data directory",
+            f"{len(wide)} entr{'y' if len(wide) == 1 else 'ies'} under {data_dir} readable by others "
+            f"than the owner; run: chmod -R go-rwx {data_dir}{more}",
+        ),
+        *(("  private files", f"{path} is {mode:04o}") for path, mode in shown),
+    ]
 
 
 def _doctor_index(app: Any, stores: list[Any], line: Callable[[str, bool, str], None]) -> None:
@@ -354,11 +386,12 @@ def cmd_db(args: argparse.Namespace, app: Any) -> int:
     from sqlalchemy.exc import OperationalError
 
     from acl.errors import Unavailable
+    from indexer.private_files import private_dir
     from service.sql_repository import make_engine
 
     settings = app.settings
     if settings.database.url is None:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(settings.data_dir)
     shown = make_url(settings.database_url).render_as_string(hide_password=True)
     engine = make_engine(settings.database_url)
     try:

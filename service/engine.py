@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from acl.checker import AccessChecker
-from acl.directory import expand_principals
 from acl.errors import GeneratorUnavailable, InvalidArgument, NotFound
 from indexer.embedder import Embedder
 from indexer.index import ChunkRecord, Index, SearchHit, acl_filter, and_, documents_filter
@@ -128,7 +127,7 @@ class QueryEngine:
 
     def principals(self, caller: Caller) -> frozenset[str]:
         """The caller's principal set: user, transitive groups, token groups, everyone."""
-        return expand_principals(caller.principal, self._repo.memberships(), caller.asserted_groups)
+        return caller.principals(self._repo)
 
     # validation -----------------------------------------------------------------
     def _store(self, store_id: str) -> Store:
@@ -237,6 +236,13 @@ class QueryEngine:
                 for h in best.values()
                 if threshold is None or h.score >= threshold
             ]
+            if not self._fits([h.chunk.text for h in ranked], self._embedder_for(store.embedding_model)):
+                # Whole documents are bounded like one document is: by the model's context.
+                raise InvalidArgument(
+                    f"the whole texts of these {len(ranked)} documents exceed the language model's context "
+                    f"budget of {self._whole_budget()} tokens: ask for max_chunks between 1 and "
+                    f"{self._limits.max_k}, or name fewer documents"
+                )
             return _Scope(ranked, threshold, effective, one_document=len(document_ids) == 1)
         hits = self._search(
             store, principals, threshold, k, clock, lambda n: self._index.exact(store.id, vector, n, restrict)
@@ -255,7 +261,7 @@ class QueryEngine:
         self._readable_or_not_found(store, principals, [document_id])
         whole = self._whole_document(store, document_id, math.nan)
         embedder = self._embedder_for(store.embedding_model)
-        if not self._fits(whole.chunk.text, embedder):
+        if not self._fits([whole.chunk.text], embedder):
             return self._multi(store, question, [document_id], level, None, principals, clock)
         vector = embedder.embed_query(question)
         clock.lap("embed")
@@ -266,14 +272,24 @@ class QueryEngine:
             whole = SearchHit(whole.chunk, best[0].score)
         return _Scope([whole], None, None, one_document=True)
 
-    def _fits(self, text: str, embedder: Embedder) -> bool:
-        """Whether a whole document fits the generator's context with room for the prompt."""
-        budget = self._generator.context_tokens - _PROMPT_RESERVE_TOKENS
-        if len(text) <= budget:  # never more tokens than characters
+    def _whole_budget(self) -> int:
+        """Tokens whole documents may take: the generator's context less room for the prompt."""
+        return max(self._generator.context_tokens - _PROMPT_RESERVE_TOKENS, 0)
+
+    def _fits(self, texts: Sequence[str], embedder: Embedder) -> bool:
+        """Whether whole documents, together, fit the generator's context with room for the prompt."""
+        budget = self._whole_budget()
+        characters = sum(len(t) for t in texts)
+        if characters <= budget:  # never more tokens than characters
             return True
-        if len(text) > budget * 8:
+        if characters > budget * 8:
             return False
-        return len(embedder.tokenizer.token_spans(text)) <= budget
+        used = 0
+        for text in texts:
+            used += len(embedder.tokenizer.token_spans(text))
+            if used > budget:
+                return False
+        return True
 
     # the common path -------------------------------------------------------------
     def _search(

@@ -19,13 +19,13 @@ from strawberry.types import Info
 
 from acl.errors import DocQAError
 from graphql import GraphQLError
-from service.admin import StoreSummary
 from service.audit import AuditedQueries
 from service.auth import Authenticator, Identity, require_admin
 from service.bootstrap import App
 from service.errors import mapping_for, public_message
 from service.metrics import Metrics
 from service.queries import Answer, DocumentQuery, MultiDocumentQuery, SourceChunk, VectorQuery
+from service.store_summaries import StoreSummaries, StoreSummary, Viewer
 
 log = logging.getLogger("docqa.graphql")
 T = TypeVar("T")
@@ -138,17 +138,20 @@ class QueryResult:
         )
 
 
-@strawberry.type(description="A store and its query settings.")
+@strawberry.type(
+    description="A store and its query settings. Counts are of the documents the caller may read; "
+    "model ids and the prompt template are null unless the caller is an admin."
+)
 class StoreSettings:
     id: str
     name: str
-    embedding_model: str
+    embedding_model: str | None
     level: float
     min_threshold: float
     max_threshold: float
     max_chunks: int
-    prompt_template: str
-    llm_model_id: str
+    prompt_template: str | None
+    llm_model_id: str | None
     documents: int
     chunks: int
 
@@ -158,13 +161,13 @@ class StoreSettings:
         return StoreSettings(
             id=s.id,
             name=s.name,
-            embedding_model=s.embedding_model,
+            embedding_model=summary.embedding_model,
             level=s.level,
             min_threshold=s.min_threshold,
             max_threshold=s.max_threshold,
             max_chunks=s.max_chunks,
-            prompt_template=s.prompt_template,
-            llm_model_id=s.llm_model_id,
+            prompt_template=summary.prompt_template,
+            llm_model_id=summary.llm_model_id,
             documents=summary.documents,
             chunks=summary.chunks,
         )
@@ -195,11 +198,14 @@ class AuditEntry:
     created_at: str
 
 
+def _viewer(context: RequestContext) -> tuple[StoreSummaries, Viewer]:
+    repository = context.services.app.repository
+    return StoreSummaries(repository), Viewer.of(context.identity().caller(), repository)
+
+
 def _summary(context: RequestContext, store_id: str) -> StoreSummary:
-    app = context.services.app
-    store = app.admin_without_index().store(store_id)
-    documents = app.repository.list_documents(store.id)
-    return StoreSummary(store, len(documents), sum(d.chunk_count for d in documents))
+    listing, viewer = _viewer(context)
+    return listing.one(store_id, viewer)
 
 
 def _ask(context: RequestContext, query: VectorQuery | MultiDocumentQuery | DocumentQuery) -> QueryResult:
@@ -255,18 +261,17 @@ class Query:
         query = DocumentQuery(store_id, question, document_id, level, perform_llm_query)
         return await _run(info, "documentQuery", lambda c: _ask(c, query))
 
-    @strawberry.field(description="Every store with its settings and counts.")
+    @strawberry.field(description="The stores where the caller may read a document, with counts of what they may read.")
     async def stores(self, info: Info[RequestContext, None]) -> list[StoreSettings]:
         def work(context: RequestContext) -> list[StoreSettings]:
-            context.identity()
-            return [StoreSettings.of(s) for s in context.services.app.admin_without_index().summaries()]
+            listing, viewer = _viewer(context)
+            return [StoreSettings.of(s) for s in listing.list(viewer)]
 
         return await _run(info, "stores", work)
 
-    @strawberry.field(description="One store's settings.")
+    @strawberry.field(description="One store's settings (NOT_FOUND where the caller may read nothing).")
     async def store(self, info: Info[RequestContext, None], store_id: str) -> StoreSettings:
         def work(context: RequestContext) -> StoreSettings:
-            context.identity()
             return StoreSettings.of(_summary(context, store_id))
 
         return await _run(info, "store", work)

@@ -9,28 +9,29 @@ import grpc
 
 from acl.errors import DocQAError, InvalidArgument
 from acl.model import Acl
-from service.admin import StoreSummary
 from service.auth import require_admin
-from service.domain import Store
 from service.errors import mapping_for, public_message
 from service.grpc_context import Services, rpc
+from service.store_summaries import StoreSummaries, StoreSummary, Viewer
 
 _SETTINGS = ("level", "min_threshold", "max_threshold", "max_chunks", "prompt_template", "llm_model_id")
 
 
-def settings_message(services: Services, store: Store, documents: int = 0, chunks: int = 0) -> Any:
+def settings_message(services: Services, summary: StoreSummary) -> Any:
+    """A store's settings as the viewer may see them; admin-only fields are left absent (empty)."""
+    store = summary.store
     return services.stubs.admin.StoreSettings(
         store_id=store.id,
         name=store.name,
-        embedding_model=store.embedding_model,
+        embedding_model=summary.embedding_model or "",
         level=store.level,
         min_threshold=store.min_threshold,
         max_threshold=store.max_threshold,
         max_chunks=store.max_chunks,
-        prompt_template=store.prompt_template,
-        llm_model_id=store.llm_model_id,
-        documents=documents,
-        chunks=chunks,
+        prompt_template=summary.prompt_template or "",
+        llm_model_id=summary.llm_model_id or "",
+        documents=summary.documents,
+        chunks=summary.chunks,
     )
 
 
@@ -38,32 +39,29 @@ class AdminServicer:
     def __init__(self, services: Services) -> None:
         self.services = services
 
-    def _summary(self, store_id: str) -> StoreSummary:
-        admin = self.services.app.admin_without_index()
-        store = admin.store(store_id)
-        documents = self.services.app.repository.list_documents(store.id)
-        return StoreSummary(store, len(documents), sum(d.chunk_count for d in documents))
+    def _listing(self, context: grpc.ServicerContext) -> tuple[StoreSummaries, Viewer]:
+        repository = self.services.app.repository
+        return StoreSummaries(repository), Viewer.of(self.services.identity(context).caller(), repository)
 
     @rpc
     def GetStoreSettings(self, request: Any, context: grpc.ServicerContext) -> Any:
-        self.services.identity(context)  # any verified caller may read settings
-        summary = self._summary(request.store_id)
-        return settings_message(self.services, summary.store, summary.documents, summary.chunks)
+        # Any verified caller, for a store where they may read a document; admins see every setting.
+        listing, viewer = self._listing(context)
+        return settings_message(self.services, listing.one(request.store_id, viewer))
 
     @rpc
     def SetStoreSettings(self, request: Any, context: grpc.ServicerContext) -> Any:
         require_admin(self.services.identity(context))
         changes = {name: getattr(request, name) for name in _SETTINGS if request.HasField(name)}
         self.services.app.admin_without_index().update_settings(request.store_id, **changes)
-        summary = self._summary(request.store_id)
-        return settings_message(self.services, summary.store, summary.documents, summary.chunks)
+        listing, viewer = self._listing(context)
+        return settings_message(self.services, listing.one(request.store_id, viewer))
 
     @rpc
     def ListStores(self, request: Any, context: grpc.ServicerContext) -> Any:
-        self.services.identity(context)
-        summaries = self.services.app.admin_without_index().summaries()
+        listing, viewer = self._listing(context)
         return self.services.stubs.admin.ListStoresResponse(
-            stores=[settings_message(self.services, s.store, s.documents, s.chunks) for s in summaries]
+            stores=[settings_message(self.services, s) for s in listing.list(viewer)]
         )
 
     @rpc
@@ -115,7 +113,8 @@ class IndexingServicer:
         if not request.HasField("acl"):
             raise InvalidArgument("acl is required (principals that may read the document)")
         acl = _acl(request.acl)
-        report = self.services.app.ingestor(request.store_id).upsert_bytes(
+        # A store is created only on request: a mistyped store id is NOT_FOUND.
+        report = self.services.app.ingestor(request.store_id, create=request.create_store).upsert_bytes(
             request.document_id,
             data,
             content_type,
@@ -139,7 +138,7 @@ class IndexingServicer:
         store = self.services.app.admin_without_index().find_document_store(
             request.document_id, request.store_id or None
         )
-        self.services.app.ingestor(store).delete(request.document_id)
+        self.services.app.ingestor(store, create=False).delete(request.document_id)
         return self.services.stubs.indexing.DeleteDocumentResponse()
 
     @rpc

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from acl.directory import GroupDirectory, expand_principals
 from acl.model import user_principal
 
 NO_RELEVANT_DOCUMENT = (
@@ -24,6 +25,10 @@ class Caller:
     @property
     def principal(self) -> str:
         return user_principal(self.user_id)
+
+    def principals(self, directory: GroupDirectory) -> frozenset[str]:
+        """The caller's principal set: user, transitive groups, token groups, everyone."""
+        return expand_principals(self.principal, directory.memberships(), self.asserted_groups)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
@@ -22,12 +23,13 @@ from sqlalchemy import (
     func,
     select,
 )
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from acl.errors import InvalidArgument, NotFound, Unavailable
 from acl.model import Acl, validate_principal
+from indexer.private_files import private_file
 from service.domain import DocumentRecord, Store
 from service.repository import ADMIN_ORIGIN, AuditRecord, SettingsRepository
 
@@ -87,6 +89,10 @@ class MembershipRow(Base):
 def make_engine(url: str) -> Engine:
     """An engine for ``url``; SQLite gets foreign keys, WAL and a busy timeout."""
     if url.startswith("sqlite"):
+        database = make_url(url).database
+        if database and database != ":memory:" and not database.startswith("file:"):
+            # Created private before SQLite opens it: its -wal and -shm files copy its mode.
+            private_file(Path(database))
         engine = create_engine(url, connect_args={"timeout": 30})
 
         @event.listens_for(engine, "connect")

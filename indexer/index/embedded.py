@@ -23,7 +23,7 @@ import numpy as np
 
 from acl.errors import IndexUnavailable, InvalidArgument, NotFound
 from acl.model import Acl
-from indexer.index.embedded_checks import check_store_id, chunk_vectors, query_vector
+from indexer.index.embedded_checks import chunk_vectors, query_vector
 from indexer.index.embedded_filters import filter_mask
 from indexer.index.embedded_rows import Rows, RowTable
 from indexer.index.embedded_search import Planner, Vector32, exact_candidates, rank
@@ -32,6 +32,8 @@ from indexer.index.embedded_store import OpenStore
 from indexer.index.filters import Filter, validate
 from indexer.index.hnsw_policy import EfPolicy
 from indexer.index.port import ChunkRecord, Index, SearchHit, StoreSpec, Vector
+from indexer.private_files import private_dir
+from indexer.store_ids import validate_store_id
 
 _RETRIES = 3
 _T = TypeVar("_T")
@@ -82,7 +84,7 @@ class EmbeddedIndex(Index):
     # -- stores ---------------------------------------------------------------
 
     def ensure(self, store: StoreSpec) -> None:
-        check_store_id(store.store_id)
+        validate_store_id(store.store_id)
         if isinstance(store.dimension, bool) or not isinstance(store.dimension, int):
             raise InvalidArgument("store dimension must be an integer")
         if store.dimension < 1:
@@ -100,7 +102,7 @@ class EmbeddedIndex(Index):
                 return
             path = self._path(store.store_id)
             if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                private_dir(path.parent)
             table = ChunkTable.create(path, store.dimension)
             self._stores[store.store_id] = OpenStore(table, path, self._planner, self._background)
 
@@ -297,7 +299,7 @@ class EmbeddedIndex(Index):
     # -- registry -------------------------------------------------------------
 
     def _open(self, store_id: str) -> OpenStore:
-        check_store_id(store_id)
+        validate_store_id(store_id)
         with self._registry:
             self._check_open()
             store = self._lookup(store_id)

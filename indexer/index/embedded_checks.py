@@ -1,8 +1,7 @@
-"""Input checks of the embedded index: store ids, chunk vectors, query vectors."""
+"""Input checks of the embedded index: chunk vectors, query vectors (store ids: ``indexer.store_ids``)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -10,19 +9,6 @@ import numpy as np
 from acl.errors import InvalidArgument
 from indexer.index.embedded_search import Vector32
 from indexer.index.port import ChunkRecord, Vector
-
-# A store id names a file, so it is kept to a safe alphabet.
-_STORE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-
-def check_store_id(store_id: str) -> str:
-    """Return ``store_id`` if it is 1-128 letters, digits, ``.``, ``_`` or ``-`` (not leading)."""
-    if not isinstance(store_id, str) or not _STORE_ID.match(store_id):
-        raise InvalidArgument(
-            f"invalid store id {store_id!r}: use 1-128 letters, digits, '.', '_' or '-',"
-            " starting with a letter or digit"
-        )
-    return store_id
 
 
 def _normalised(matrix: Vector32, what: str) -> Vector32:

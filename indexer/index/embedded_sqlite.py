@@ -21,6 +21,7 @@ import numpy.typing as npt
 from acl.errors import IndexUnavailable, InvalidArgument
 from acl.model import Acl
 from indexer.index.port import ChunkRecord
+from indexer.private_files import private_file
 
 SCHEMA_VERSION = "1"
 
@@ -256,6 +257,8 @@ def _connect(path: Path | None, *, create: bool) -> sqlite3.Connection:
             conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         else:
             mode = "rwc" if create else "rw"
+            if create:
+                private_file(path)  # before SQLite creates it 0644; -wal/-shm copy its mode
             conn = sqlite3.connect(
                 f"{path.resolve().as_uri()}?mode={mode}",
                 uri=True,

@@ -45,7 +45,7 @@ from opensearchpy.helpers import streaming_bulk
 
 from acl.errors import ConfigurationError, IndexUnavailable, InvalidArgument, NotFound
 from acl.model import Acl
-from indexer.index.embedded_checks import check_store_id, chunk_vectors, query_vector
+from indexer.index.embedded_checks import chunk_vectors, query_vector
 from indexer.index.filters import Filter
 from indexer.index.opensearch_filters import to_query
 from indexer.index.opensearch_mapping import HnswSettings, IndexFacts, index_body, index_name, mapping_problems
@@ -74,6 +74,7 @@ from indexer.index.opensearch_responses import (
     total_count,
 )
 from indexer.index.port import ChunkRecord, DocumentsRejected, Index, SearchHit, StoreSpec, Vector
+from indexer.store_ids import validate_store_id
 
 log = logging.getLogger("docqa.index.opensearch")
 
@@ -179,7 +180,7 @@ class OpenSearchIndex(Index):
 
     def index_name(self, store_id: str) -> str:
         """The OpenSearch index that holds ``store_id``."""
-        return index_name(self._options.index_prefix, check_store_id(store_id))
+        return index_name(self._options.index_prefix, validate_store_id(store_id))
 
     # -- stores ---------------------------------------------------------------
 

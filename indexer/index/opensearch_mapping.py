@@ -42,7 +42,7 @@ FIELDS: dict[str, dict[str, Any]] = {
 #: Fields a query filters on: their type must be exactly keyword.
 FILTER_FIELDS = ("store_id", "document_id", "chunk_id", "acl_allow", "acl_deny")
 
-_INDEX_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +66,7 @@ def index_name(prefix: str, store_id: str) -> str:
     if store_id != store_id.lower():
         digest = hashlib.sha256(store_id.encode()).hexdigest()[:8]
         name = f"{name.lower()}-{digest}"
-    if not _INDEX_NAME.match(name) or len(name.encode()) > 255 or name in {".", ".."}:
+    if _INDEX_NAME.fullmatch(name) is None or len(name.encode()) > 255 or name in {".", ".."}:
         raise InvalidArgument(f"store id {store_id!r} with prefix {prefix!r} is not a valid OpenSearch index name")
     return name
 

@@ -15,7 +15,7 @@ from indexer.loaders.base import DocumentBuilder, unreadable
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
-_HEADING_STYLE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
+_HEADING_STYLE = re.compile(r"heading\s*(\d)", re.IGNORECASE)
 # Encrypted Office files (and legacy .doc) are OLE compound files, not ZIP packages.
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
@@ -58,7 +58,7 @@ def _items(element: Paragraph | Table) -> list[tuple[int | None, str]]:
     style = (element.style.name if element.style is not None else None) or ""
     if style.lower() == "title":
         return [(0, element.text)]
-    match = _HEADING_STYLE.match(style)
+    match = _HEADING_STYLE.fullmatch(style)
     return [(max(1, int(match.group(1))) if match else None, element.text)]
 
 

@@ -15,7 +15,7 @@ CONTENT_TYPE = "text/html"
 
 #: Elements whose content is never document text.
 _DROPPED = ("script", "style", "nav", "noscript", "template", "svg", "iframe", "object")
-_HEADING = re.compile(r"^h([1-6])$")
+_HEADING = re.compile(r"h([1-6])")
 #: Elements that end the running paragraph before and after them.
 _BLOCKS = frozenset(
     {
@@ -70,7 +70,7 @@ class _Walker:
     def _enter(self, tag: Tag) -> list[PageElement | None]:
         """Handle ``tag``; return what to visit next, in reverse order."""
         name = tag.name
-        heading = _HEADING.match(name)
+        heading = _HEADING.fullmatch(name)
         if heading:
             self._flush()
             self._builder.heading(tag.get_text(" "), int(heading.group(1)))

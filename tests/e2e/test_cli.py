@@ -100,9 +100,15 @@ def test_bad_input_is_one_line_and_non_zero(data_dir: Path) -> None:
         ["ask", QUESTION, "--store", "acme", "--as", "alice", "--level", "high"],
         ["ask", "   ", "--store", "acme", "--as", "alice"],
         ["settings", "set", "acme", "--level", "-1"],
+        ["ask", QUESTION, "--store", "acme", "--as", "alice\n"],
+        ["search", QUESTION, "--store", "acme", "--as", "alice\n"],
+        ["index", str(ROOT / "examples" / "acme"), "--store", "acme\n", "--quiet"],
+        ["acl", "set", "finance/q3-results.md", "--store", "acme", "--allow", "user:alice\n"],
+        ["groups", "add-member", "auditors", "user:alice\n"],
     ):
         result = run(data_dir, *args, check=False)
         assert result.returncode == 2 and result.stderr.startswith("error:"), (args, result.stderr)
+        assert len(result.stderr.rstrip("\n").splitlines()) == 1, (args, result.stderr)
     result = run(data_dir, "ask", QUESTION, "--store", "nope", "--as", "alice", check=False)
     assert result.returncode == 3 and "store 'nope' not found" in result.stderr
 
@@ -155,3 +161,64 @@ def test_corrupt_files_are_skipped_by_name(tmp_path: Path, corpus: Path) -> None
     (only_bad / "x.pdf").write_bytes(b"nope")
     result = run(tmp_path / "data", "index", str(only_bad), "--store", "bad", "--quiet", check=False)
     assert result.returncode != 0 and "skipped x.pdf" in result.stderr
+
+
+def test_index_refuses_links_special_files_and_odd_names(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "planted"
+    shutil.copytree(corpus, folder)
+    data = tmp_path / "data"
+    run(data, "token", "--user", "alice")  # creates <data dir>/jwt-secret
+    secret = (data / "jwt-secret").read_text().strip()
+    handbook = folder / "handbook"
+    (handbook / "bands.md").symlink_to("../hr/salary-bands.md")
+    (handbook / "secret-link.txt").symlink_to(data / "jwt-secret")
+    (handbook / "environ.txt").symlink_to("/proc/self/environ")
+    (handbook / "hr-copy").symlink_to(folder / "hr", target_is_directory=True)
+    os.mkfifo(handbook / "pipe.md")
+    (handbook / "odd\nname.md").write_text("Salary bands are public now, says this odd file.\n")
+    (folder / "stray.md").write_text("# Stray\n\nNo rule of the manifest covers this file.\n")
+    monkeypatch.setenv("DOCQA_PLANTED_MARKER", "environment-leak-marker")
+    result = run(data, "index", str(folder), "--store", "acme", "--quiet")
+    assert "8 indexed" in result.stdout and "6 refused" in result.stdout
+    assert "note: stray.md: no rule of the ACL manifest matches it, so nobody may read it" in result.stderr
+    for line in (
+        "skipped handbook/bands.md: symbolic link (not followed)",
+        "skipped handbook/secret-link.txt: symbolic link (not followed)",
+        "skipped handbook/environ.txt: symbolic link (not followed)",
+        "skipped handbook/hr-copy: symbolic link to a folder (not followed)",
+        "skipped handbook/pipe.md: not a regular file (FIFO)",
+        "skipped handbook/odd\\nname.md: file name holds a control character (no ACL rule can match it)",
+    ):
+        assert line in result.stderr.splitlines(), result.stderr
+    for question in ("salary bands engineering", "environment marker", "signing secret"):
+        out = run(data, "search", question, "--store", "acme", "--as", "bob", "--k", "50", "--json").stdout
+        found = json.loads(out)
+        assert {c["document_id"].split("/")[0] for c in found["chunks"]} <= {"handbook", "engineering"}
+        assert "environment-leak-marker" not in out and secret not in out and "odd file" not in out
+    assert run(data, "acl", "show", "handbook/bands.md", "--store", "acme", check=False).returncode == 3
+
+
+def test_data_dir_is_private_whatever_the_umask_and_doctor_warns_when_not(tmp_path: Path, corpus: Path) -> None:
+    data = tmp_path / "fresh" / "data"
+    old = os.umask(0o022)
+    try:
+        run(data, "index", str(corpus / "handbook"), "--store", "hb", "--acl-manifest", str(corpus / "acl.yaml"))
+        run(data, "token", "--user", "alice")
+        run(data, "search", "vacation", "--store", "hb", "--as", "bob")
+    finally:
+        os.umask(old)
+    entries = [data, *data.rglob("*")]
+    names = {p.relative_to(data).as_posix() for p in entries}
+    assert {"settings.sqlite", "jwt-secret", "index", "index/hb.sqlite"} <= names
+    for path in entries:
+        mode = path.stat().st_mode & 0o777
+        assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
+    clean = run(data, "doctor")
+    assert "WARN" not in clean.stdout
+    (data / "settings.sqlite").chmod(0o644)
+    (data / "index").chmod(0o755)
+    warned = run(data, "doctor", check=False).stdout
+    assert "WARN" in warned
+    assert f"{data / 'settings.sqlite'} is 0644" in warned and f"{data / 'index'} is 0755" in warned

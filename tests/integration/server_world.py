@@ -55,6 +55,16 @@ def build_world(data_dir: Path, *, generator: Generator | None = None, **auth: o
     return app
 
 
+VAULT = "vault"
+
+
+def add_vault(app: App) -> None:
+    """A second store, ``vault``, whose only document only bob may read (idempotent)."""
+    app.ingestor(VAULT).upsert_bytes(
+        "bob-secret", b"Bob keeps the spare key under the mat.", "text/plain", acl=Acl.of(["user:bob"])
+    )
+
+
 def token(app: App, user: str, *, admin: bool = False, groups: Sequence[str] = (), ttl_s: int = 300) -> str:
     return mint_token(app.settings, user, admin=admin, groups=groups, ttl_s=ttl_s)
 

@@ -15,7 +15,7 @@ from service.graphql_app import HttpServer, start_http
 from service.graphql_schema import GraphQLServices, build_schema
 from service.grpc_server import services_for
 from service.metrics import Metrics
-from tests.integration.server_world import QUESTION, STORE, SlowGenerator, build_world, token
+from tests.integration.server_world import QUESTION, STORE, VAULT, SlowGenerator, add_vault, build_world, token
 
 ASK = """query Ask($store: String!, $q: String!, $level: Float) {
   vectorQuery(storeId: $store, question: $q, level: $level) {
@@ -120,13 +120,46 @@ def test_admin_only_mutations(server: Any) -> None:
     )
     assert other["data"]["updateStoreSettings"]["maxChunks"] == 6
     stores = _post(server, "{ stores { id level maxChunks documents } }", None, "alice")
-    assert stores["data"]["stores"] == [{"id": STORE, "level": 0.4, "maxChunks": 6, "documents": 3}]
+    # alice reads 2 of the 3 documents (not bob's notes): she is told of 2.
+    assert stores["data"]["stores"] == [{"id": STORE, "level": 0.4, "maxChunks": 6, "documents": 2}]
     _post(
         server,
         'mutation { updateStoreSettings(storeId: "acme", settings: {maxChunks: 8, level: 0.5}) { id } }',
         None,
         "root",
         admin=True,
+    )
+
+
+STORES = "{ stores { id documents chunks embeddingModel llmModelId promptTemplate } }"
+
+
+def test_store_listings_show_only_what_the_caller_may_read(server: Any) -> None:
+    app, _ = server
+    add_vault(app)
+    chunks = {d.id: d.chunk_count for d in app.repository.list_documents(STORE)}
+    hidden = {"embeddingModel": None, "llmModelId": None, "promptTemplate": None}
+    alice = _post(server, STORES, None, "alice")["data"]["stores"]
+    assert alice == [{"id": STORE, "documents": 2, "chunks": chunks["handbook"] + chunks["executive-pay"], **hidden}]
+    bob = _post(server, STORES, None, "bob")["data"]["stores"]
+    assert [(s["id"], s["documents"]) for s in bob] == [(STORE, 2), (VAULT, 1)]
+    assert all(s["promptTemplate"] is None for s in bob)
+    nobody = _post(server, STORES, None, "zed")["data"]["stores"]
+    assert nobody == [{"id": STORE, "documents": 1, "chunks": chunks["handbook"], **hidden}]
+    root = {s["id"]: s for s in _post(server, STORES, None, "root", admin=True)["data"]["stores"]}
+    assert root[STORE]["documents"] == 3 and root[STORE]["chunks"] == sum(chunks.values())
+    assert "{context}" in root[STORE]["promptTemplate"] and root[STORE]["embeddingModel"] and root[VAULT]
+    one = "query One($id: String!) { store(storeId: $id) { id documents promptTemplate } }"
+    assert _post(server, one, {"id": VAULT}, "bob")["data"]["store"] == {
+        "id": VAULT,
+        "documents": 1,
+        "promptTemplate": None,
+    }
+    hidden_store = _post(server, one, {"id": VAULT}, "alice")
+    unknown = _post(server, one, {"id": "nope"}, "alice")
+    assert _codes(hidden_store) == _codes(unknown) == ["NOT_FOUND"]
+    assert hidden_store["errors"][0]["message"].replace(VAULT, "X") == unknown["errors"][0]["message"].replace(
+        "nope", "X"
     )
 
 

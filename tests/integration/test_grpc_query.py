@@ -19,7 +19,9 @@ from tests.integration.server_world import (
     QUESTION,
     SECRET,
     STORE,
+    VAULT,
     SlowGenerator,
+    add_vault,
     bearer,
     build_world,
     serve_grpc,
@@ -214,10 +216,39 @@ def test_admin_only_settings(world: Any, stubs: Stubs) -> None:
     )
     stores = admin.ListStores(stubs.admin.ListStoresRequest(), metadata=bearer(app, "alice"))
     assert [s.store_id for s in stores.stores] == [STORE]
+    assert stores.stores[0].documents == 2 and not stores.stores[0].prompt_template
     admin.SetStoreSettings(
         stubs.admin.SetStoreSettingsRequest(store_id=STORE, level=0.5, max_chunks=8),
         metadata=bearer(app, "root", admin=True),
     )
+
+
+def test_store_listings_and_settings_per_caller(world: Any, stubs: Stubs) -> None:
+    app = world[0]
+    add_vault(app)
+    admin = _admin(world, stubs)
+    chunks = {d.id: d.chunk_count for d in app.repository.list_documents(STORE)}
+
+    def listed(user: str, *, is_admin: bool = False) -> dict[str, Any]:
+        reply = admin.ListStores(stubs.admin.ListStoresRequest(), metadata=bearer(app, user, admin=is_admin))
+        return {s.store_id: s for s in reply.stores}
+
+    alice = listed("alice")
+    assert list(alice) == [STORE] and alice[STORE].documents == 2
+    assert alice[STORE].chunks == chunks["handbook"] + chunks["executive-pay"]
+    assert not alice[STORE].prompt_template and not alice[STORE].llm_model_id and not alice[STORE].embedding_model
+    bob = listed("bob")
+    assert sorted(bob) == [STORE, VAULT] and bob[STORE].documents == 2 and bob[VAULT].documents == 1
+    assert listed("zed")[STORE].documents == 1
+    root = listed("root", is_admin=True)
+    assert root[STORE].documents == 3 and root[STORE].chunks == sum(chunks.values())
+    assert "{context}" in root[STORE].prompt_template and root[STORE].embedding_model and root[VAULT].llm_model_id
+    get = stubs.admin.GetStoreSettingsRequest
+    assert admin.GetStoreSettings(get(store_id=VAULT), metadata=bearer(app, "bob")).documents == 1
+    hidden = _error(lambda: admin.GetStoreSettings(get(store_id=VAULT), metadata=bearer(app, "alice")))
+    unknown = _error(lambda: admin.GetStoreSettings(get(store_id="nope"), metadata=bearer(app, "alice")))
+    assert hidden.code() == unknown.code() == grpc.StatusCode.NOT_FOUND
+    assert hidden.details().replace(VAULT, "X") == unknown.details().replace("nope", "X")
 
 
 def test_audit_entries_are_per_user_unless_admin(world: Any, stubs: Stubs) -> None:

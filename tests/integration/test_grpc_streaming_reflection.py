@@ -119,6 +119,33 @@ def test_indexing_service(world: Any, stubs: Stubs) -> None:
     assert info.value.code() == grpc.StatusCode.NOT_FOUND
 
 
+def test_upsert_into_an_unknown_store_is_not_found_unless_asked_to_create_it(world: Any, stubs: Stubs) -> None:
+    app, _, channel = world
+    indexing = stubs.indexing_grpc.IndexingServiceStub(channel)
+    admin = bearer(app, "cms-plugin", admin=True)
+    acl = stubs.common.Acl(allow=["group:everyone"])
+    up = stubs.indexing.UpsertDocumentRequest
+
+    def code(request: Any) -> grpc.StatusCode:
+        with pytest.raises(grpc.RpcError) as info:
+            indexing.UpsertDocument(request, metadata=admin)
+        return info.value.code()  # type: ignore[no-any-return]
+
+    assert code(up(store_id="acmee", document_id="d", text="Typo.", acl=acl)) == grpc.StatusCode.NOT_FOUND
+    assert app.repository.get_store("acmee") is None
+    assert code(up(store_id="acme\n", document_id="d", text="x", acl=acl, create_store=True)) == (
+        grpc.StatusCode.INVALID_ARGUMENT
+    )
+    bad_principal = stubs.common.Acl(allow=["user:alice\n"])
+    assert code(up(store_id=STORE, document_id="d", text="x", acl=bad_principal)) == grpc.StatusCode.INVALID_ARGUMENT
+    made = indexing.UpsertDocument(
+        up(store_id="fresh", document_id="d", text="A new store.", acl=acl, create_store=True), metadata=admin
+    )
+    assert made.outcome == "indexed" and app.repository.get_store("fresh") is not None
+    again = up(store_id="fresh", document_id="d2", text="Into an existing store.", acl=acl)
+    assert indexing.UpsertDocument(again, metadata=admin).outcome == "indexed"
+
+
 def test_health_service(world: Any) -> None:
     _, _, channel = world
     health = health_pb2_grpc.HealthStub(channel)

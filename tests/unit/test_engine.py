@@ -147,6 +147,19 @@ def test_multi_document_whole_documents(world: World) -> None:
     assert {c.chunk_id for c in answer.chunks} == {"vacation.md#all", "q3.md#all"}
 
 
+def test_whole_documents_are_bounded_by_the_context_budget() -> None:
+    w = make_world(context_tokens=600)
+    paragraphs = [f"Paragraph {i} about vacation planning and rest days. " * 6 for i in range(40)]
+    for name in ("a.md", "b.md"):
+        w.add(name, paragraphs, EVERYONE)
+    for llm in (True, False):
+        with pytest.raises(InvalidArgument, match="exceed the language model's context budget"):
+            w.ask("bob", MultiDocumentQuery(STORE, "vacation", ("a.md", "b.md"), 0, -1, llm))
+    w.add("short.md", ["Rest days are Sundays."], EVERYONE)
+    answer = w.ask("bob", MultiDocumentQuery(STORE, "rest days", ("short.md",), level=0, max_chunks=-1))
+    assert [c.chunk_id for c in answer.chunks] == ["short.md#all"]
+
+
 def test_no_llm_returns_chunks_only(world: World) -> None:
     answer = world.ask("alice", VectorQuery(STORE, "revenue third quarter", perform_llm_query=False))
     assert answer.answer is None and answer.chunks and world.generator.prompts == []

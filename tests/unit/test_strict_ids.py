@@ -1,0 +1,68 @@
+"""Ids and principals are checked whole: a trailing newline (or any other junk) is refused everywhere."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import jwt
+import pytest
+
+from acl.errors import InvalidArgument, Unauthenticated
+from acl.model import Acl, user_principal, validate_principal
+from indexer.index import StoreSpec
+from indexer.index.embedded import EmbeddedIndex
+from indexer.index.opensearch_mapping import index_name
+from indexer.manifest import parse_manifest
+from indexer.store_ids import validate_store_id
+from service import domain
+from service.admin import Admin
+from service.auth import Authenticator
+from service.config import Settings, StoreDefaults
+from service.sql_repository import SqlSettingsRepository
+
+BAD_PRINCIPALS = ["user:alice\n", "group:hr\n", "\nuser:alice", "user:alice\r", "user:alice\x00", "user:"]
+BAD_STORE_IDS = ["acme\n", "\nacme", "acme\r\n", "Acme", "-acme", "a" * 64, "", "ac/me", "acme.x"]
+
+
+@pytest.mark.parametrize("principal", BAD_PRINCIPALS)
+def test_bad_principals_are_refused(principal: str) -> None:
+    with pytest.raises(InvalidArgument):
+        validate_principal(principal)
+    with pytest.raises(InvalidArgument):
+        Acl.of([principal])
+    with pytest.raises(InvalidArgument):
+        parse_manifest({"groups": {"hr": [principal]}})
+    with pytest.raises(InvalidArgument):
+        parse_manifest({"documents": [{"match": "**", "allow": [principal]}]})
+
+
+def test_user_ids_with_a_newline_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgument):
+        user_principal("alice\n")
+    secret = "strict-ids-secret-" + "z" * 40
+    token = jwt.encode({"sub": "alice\n", "exp": int(time.time()) + 60}, secret, algorithm="HS256")
+    with pytest.raises(Unauthenticated):
+        Authenticator(Settings(data_dir=tmp_path, auth={"hs256_secret": secret})).identify(f"Bearer {token}")
+
+
+@pytest.mark.parametrize("store_id", BAD_STORE_IDS)
+def test_bad_store_ids_are_refused_by_the_service_and_every_index(store_id: str) -> None:
+    with pytest.raises(InvalidArgument):
+        validate_store_id(store_id)
+    with pytest.raises(InvalidArgument):
+        EmbeddedIndex(None).ensure(StoreSpec(store_id, 4))
+    with pytest.raises(InvalidArgument):
+        Admin(SqlSettingsRepository.from_url("sqlite://")).ensure_store(store_id, "model", StoreDefaults())
+
+
+@pytest.mark.parametrize("store_id", ["acme\n", "acme\r\n", "\nacme"])
+def test_opensearch_index_names_are_checked_whole(store_id: str) -> None:
+    with pytest.raises(InvalidArgument):
+        index_name("docqa-", store_id)
+
+
+def test_one_store_id_rule() -> None:
+    assert domain.validate_store_id is validate_store_id
+    for good in ("acme", "a", "hr-2026_q3", "0" * 63):
+        assert validate_store_id(good) == good

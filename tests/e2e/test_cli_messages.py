@@ -84,26 +84,22 @@ def test_out_of_range_chunk_counts_name_the_option(tmp_path: Path) -> None:
     assert result.returncode == 2 and "--max-chunks must be between 1 and 100" in result.stderr
 
 
+def _into_closed_pipe(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run with stdout a pipe whose reader is gone before the first byte (as `| head -0` leaves it)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(
+            [*DOCQA, *args], stdout=write_end, stderr=subprocess.PIPE, text=True, env=_env(data_dir), timeout=60
+        )
+    finally:
+        os.close(write_end)
+
+
 def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
-    # The reader is gone before the first byte (as `| head -0` would leave it).
-    read_end, write_end = os.pipe()
-    os.close(read_end)
-    try:
-        result = subprocess.run(
-            [*DOCQA, "--help"], stdout=write_end, stderr=subprocess.PIPE, text=True, env=_env(tmp_path), timeout=60
-        )
-    finally:
-        os.close(write_end)
     # argparse's --help writes and exits on its own; a command goes through main().
-    assert "Traceback" not in result.stderr
-    read_end, write_end = os.pipe()
-    os.close(read_end)
-    try:
-        result = subprocess.run(
-            [*DOCQA, "stores"], stdout=write_end, stderr=subprocess.PIPE, text=True, env=_env(tmp_path), timeout=60
-        )
-    finally:
-        os.close(write_end)
+    assert "Traceback" not in _into_closed_pipe(tmp_path, "--help").stderr
+    result = _into_closed_pipe(tmp_path, "stores")
     assert result.stderr == "" and result.returncode == 141
 
 

@@ -23,7 +23,7 @@ from indexer.chunker import Chunker
 from indexer.documents import DocumentRecord, LoadedDocument
 from indexer.embedder import Embedder
 from indexer.index import ChunkRecord, Index
-from indexer.index.port import DocumentsRejected, Vector
+from indexer.index.port import DocumentsRejected
 from indexer.loaders import SUPPORTED_SUFFIXES, load_bytes, load_path
 from indexer.manifest import MANIFEST_NAME, load_manifest
 
@@ -35,21 +35,40 @@ EMBED_BATCH_CHUNKS = 256
 
 
 class Catalog(Protocol):
-    """What the pipeline records about documents (the settings repository)."""
+    """What the pipeline reads about documents, and removes (the settings repository)."""
 
     def list_documents(self, store_id: str, origin: str | None = None) -> list[DocumentRecord]: ...
 
     def get_document(self, store_id: str, document_id: str) -> DocumentRecord | None: ...
 
-    def save_document(self, document: DocumentRecord) -> None: ...
-
     def delete_document(self, store_id: str, document_id: str) -> bool: ...
-
-    def set_acl(self, store_id: str, document_id: str, acl: Acl) -> None: ...
 
     def mark_for_reindex(self, store_id: str, document_id: str) -> None: ...
 
-    def replace_groups(self, groups: Mapping[str, Iterable[str]], origin: str) -> None: ...
+
+class AccessRecorder(Protocol):
+    """The owner of access state (``service.access``): the pipeline asks it, never writes ACLs or groups itself.
+
+    A document's ACL as the pipeline knows it is the *ingested* one (the
+    manifest's, or the push's); what the index copy carries is the *effective*
+    one, which an administrator's override may have changed.
+    """
+
+    def record_document(self, document: DocumentRecord) -> None:
+        """Save the indexed document with its ingested ACL."""
+        ...
+
+    def record_ingested_acl(self, store_id: str, document_id: str, acl: Acl) -> Acl:
+        """Record a new ingested ACL; return the effective one."""
+        ...
+
+    def effective_acls(self, store_id: str, ingested: Mapping[str, Acl]) -> Mapping[str, Acl]:
+        """The ACL in force for each document, given its ingested ACL."""
+        ...
+
+    def replace_manifest_groups(self, store_id: str, groups: Mapping[str, Iterable[str]]) -> None:
+        """Make ``groups`` the store-scoped memberships of ``store_id``'s manifest."""
+        ...
 
 
 @dataclass(slots=True)
@@ -90,9 +109,12 @@ def content_hash(data: bytes) -> str:
 class Ingestor:
     """Indexes documents of one store into an index and records them in a catalog."""
 
-    def __init__(self, *, index: Index, catalog: Catalog, embedder: Embedder, store_id: str) -> None:
+    def __init__(
+        self, *, index: Index, catalog: Catalog, access: AccessRecorder, embedder: Embedder, store_id: str
+    ) -> None:
         self._index = index
         self._catalog = catalog
+        self._access = access
         self._embedder = embedder
         self._store_id = store_id
         self._chunker = Chunker(embedder.tokenizer, embedder.max_tokens)
@@ -125,7 +147,13 @@ class Ingestor:
         progress: Progress | None = None,
         on_total: Callable[[int], None] | None = None,
     ) -> IndexReport:
-        """Bring the store in line with the folder: add, re-index, re-ACL, remove."""
+        """Bring the store in line with the folder: add, re-index, re-ACL, remove.
+
+        A store has one folder: indexing another folder into it (the folder was
+        moved or replaced) removes the documents of the previous folder, and
+        the new folder's manifest becomes the store's manifest (its groups
+        replace the old manifest's, in this store only).
+        """
         root = root.resolve()
         manifest_file = manifest_path or root / MANIFEST_NAME
         if not manifest_file.is_file():
@@ -135,10 +163,17 @@ class Ingestor:
             )
         manifest = load_manifest(manifest_file)
         origin = f"folder:{root}"
-        self._catalog.replace_groups(manifest.groups, origin=f"manifest:{self._store_id}:{root}")
         files, skipped = self.scan(root)
+        self._access.replace_manifest_groups(self._store_id, manifest.groups)
         report = IndexReport(skipped=skipped)
-        known = {d.id: d for d in self._catalog.list_documents(self._store_id, origin=origin)}
+        known: dict[str, DocumentRecord] = {}
+        for document in self._catalog.list_documents(self._store_id):
+            if document.origin == origin:
+                known[document.id] = document
+            elif document.origin.startswith("folder:"):
+                # Another folder's document (the store's folder moved): a file of the
+                # same path here takes its place, any other goes with the old folder.
+                known[document.id] = replace(document, content_hash="")
         if on_total:
             on_total(len(files))
         seen: set[str] = set()
@@ -222,14 +257,14 @@ class Ingestor:
         self._catalog.delete_document(self._store_id, document_id)
 
     def set_acl(self, document_id: str, acl: Acl) -> None:
-        """Change the authoritative ACL first (effective at once), then the index copy.
+        """Record the source's new ACL (effective at once unless an admin overrode it), then the index copy.
 
         If the index copy cannot be changed, the document is marked so that
-        the next run re-indexes it (with the new ACL), and the error is raised.
+        the next run re-indexes it (with the effective ACL), and the error is raised.
         """
-        self._catalog.set_acl(self._store_id, document_id, acl)
+        effective = self._access.record_ingested_acl(self._store_id, document_id, acl)
         try:
-            self._index.set_document_acl(self._store_id, document_id, acl)
+            self._index.set_document_acl(self._store_id, document_id, effective)
         except DocQAError:
             self._catalog.mark_for_reindex(self._store_id, document_id)
             raise
@@ -270,9 +305,12 @@ class Ingestor:
     def _flush(self, batch: list[_Pending], origin: str, report: IndexReport) -> int:
         texts = [r.text for item in batch for r in item.records]
         vectors = self._embedder.embed_documents(texts)
+        # The index copy carries the ACL in force: an admin's override wins over the source's.
+        effective = self._access.effective_acls(self._store_id, {item.document_id: item.acl for item in batch})
         position = 0
         for item in batch:
-            records = [_with_vector(r, vectors[position + i]) for i, r in enumerate(item.records)]
+            acl = effective[item.document_id]
+            records = [replace(r, vector=vectors[position + i], acl=acl) for i, r in enumerate(item.records)]
             position += len(records)
             try:
                 if records:
@@ -283,7 +321,7 @@ class Ingestor:
                 # Not recorded in the catalog, so the next run tries it again.
                 report.failed[item.document_id] = exc.message
                 continue
-            self._catalog.save_document(
+            self._access.record_document(
                 DocumentRecord(
                     store_id=self._store_id,
                     id=item.document_id,
@@ -300,6 +338,3 @@ class Ingestor:
             report.chunks += len(records)
         return len(batch)
 
-
-def _with_vector(record: ChunkRecord, vector: Vector) -> ChunkRecord:
-    return replace(record, vector=vector)

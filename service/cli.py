@@ -166,19 +166,74 @@ def cmd_settings(args: argparse.Namespace, app: Any) -> int:
     return 0
 
 
+def _actor() -> str:
+    """Who made an admin change on the command line: ``cli:<login>`` ($DOCQA_ACTOR names someone else)."""
+    import getpass
+
+    name = os.environ.get("DOCQA_ACTOR")
+    if not name:
+        try:
+            name = getpass.getuser()
+        except Exception:  # no login name (a container without a passwd entry)
+            name = "unknown"
+    return f"cli:{name}"
+
+
+def _membership_line(view: Any) -> str:
+    parts = []
+    for row in view.rows:
+        where = "global" if not row.scope else f"store {row.scope}"
+        who = f" by {row.changed_by}" if row.changed_by else ""
+        when = f" at {row.changed_at.isoformat()}" if row.changed_at else ""
+        parts.append(f"{row.source} ({where}){who}{when}")
+    if view.tombstone is not None:
+        t = view.tombstone
+        parts.append(f"REMOVED by {t.removed_by} at {t.removed_at.isoformat()} (undo: docqa groups reset)")
+    return f"{view.group} {view.member}: " + "; ".join(parts)
+
+
+def _membership_dict(view: Any) -> dict[str, Any]:
+    tombstone = view.tombstone
+    return {
+        "group": view.group,
+        "member": view.member,
+        "rows": [
+            {
+                "scope": row.scope or None,
+                "source": row.source,
+                "changed_by": row.changed_by,
+                "changed_at": None if row.changed_at is None else row.changed_at.isoformat(),
+            }
+            for row in view.rows
+        ],
+        "removed": None
+        if tombstone is None
+        else {"removed_by": tombstone.removed_by, "removed_at": tombstone.removed_at.isoformat()},
+    }
+
+
 def cmd_groups(args: argparse.Namespace, app: Any) -> int:
     admin = app.admin_without_index()
     if args.action == "list":
-        for group, members in sorted(app.repository.group_members().items()):
-            print(f"{group}: {', '.join(sorted(members))}")
+        if args.json:
+            print(json.dumps([_membership_dict(v) for v in admin.membership_views()]))
+        elif args.provenance:
+            for view in admin.membership_views():
+                print(_membership_line(view))
+        else:
+            for group, members in sorted(app.repository.group_members(args.store).items()):
+                print(f"{group}: {', '.join(sorted(members))}")
         return 0
     group = _group_principal(args.group)
     if args.action == "add-member":
-        added = admin.add_member(group, args.principal)
+        added = admin.add_member(group, args.principal, _actor())
         print(f"{args.principal} {'added to' if added else 'was already in'} {group}")
+    elif args.action == "remove-member":
+        admin.remove_member(group, args.principal, _actor())
+        print(f"{args.principal} removed from {group} (kept over re-indexing; undo: docqa groups reset)")
     else:
-        admin.remove_member(group, args.principal)
-        print(f"{args.principal} removed from {group}")
+        admin.reset_member(group, args.principal)
+        print(f"{args.principal} in {group}: handed back to the stores' manifests")
     return 0
 
 
@@ -186,12 +241,12 @@ def cmd_acl(args: argparse.Namespace, app: Any) -> int:
     if args.action == "set":
         if not args.allow and not args.deny:
             raise InvalidArgument("give --allow and/or --deny principals")
-        store, acl = app.admin.set_acl(args.document_id, args.allow or [], args.deny or [], args.store)
+        view = app.admin.set_acl(args.document_id, args.allow or [], args.deny or [], _actor(), args.store)
+    elif args.action == "reset":
+        view = app.admin.reset_acl(args.document_id, args.store)
     else:
-        admin = app.admin_without_index()
-        store = admin.find_document_store(args.document_id, args.store)
-        acl = app.repository.acls(store, [args.document_id])[args.document_id]
-    print(json.dumps({"store": store, "document_id": args.document_id, **acl.to_dict()}))
+        view = app.admin_without_index().acl_view(args.document_id, args.store)
+    print(json.dumps(view.to_dict()))
     return 0
 
 
@@ -408,23 +463,43 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_settings)
 
-    p = sub.add_parser("groups", help="the group directory")
+    p = sub.add_parser("groups", help="the group directory (admin changes win over manifests until reset)")
     gsub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    for action in ("add-member", "remove-member"):
-        q = gsub.add_parser(action)
+    for action, text in (
+        ("add-member", "add a global membership (lifts an earlier remove-member of the pair)"),
+        (
+            "remove-member",
+            "remove a membership from the global directory and from every store's manifest; "
+            "kept over every re-index until 'groups reset'",
+        ),
+        ("reset", "drop the admin's remove-member/add-member of the pair: the manifests decide again"),
+    ):
+        q = gsub.add_parser(action, help=text, description=text)
         q.add_argument("group", help="group id or group:<id>")
         q.add_argument("principal", help="user:<id> or group:<id>")
-    gsub.add_parser("list")
+    q = gsub.add_parser("list", help="members in force (global, or for --store); --provenance: every row and removal")
+    q.add_argument("--store", help="memberships in force for this store's documents (global + its manifest)")
+    q.add_argument("--provenance", action="store_true", help="every membership with its source, and removals")
+    q.add_argument("--json", action="store_true", help="every membership with its source, as JSON")
     p.set_defaults(handler=cmd_groups)
 
-    p = sub.add_parser("acl", help="a document's authoritative ACL")
+    p = sub.add_parser("acl", help="a document's authoritative ACL (admin changes win over the manifest until reset)")
     asub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    q = asub.add_parser("set", help="replace the ACL (effective on the next query)")
+    text = (
+        "replace the document's WHOLE ACL (allow and deny: entries not given are dropped) by an admin "
+        "override; in force on the next query and kept over every re-index until 'acl reset'"
+    )
+    q = asub.add_parser("set", help=text, description=text)
     q.add_argument("document_id")
     q.add_argument("--store")
     q.add_argument("--allow", nargs="+", metavar="P", default=[])
     q.add_argument("--deny", nargs="+", metavar="P", default=[])
-    q = asub.add_parser("show")
+    text = "drop the admin override: the manifest's (or the pushing system's) ACL is in force again"
+    q = asub.add_parser("reset", help=text, description=text)
+    q.add_argument("document_id")
+    q.add_argument("--store")
+    text = "the effective ACL, its source (manifest | api | admin with who and when) and the source's value"
+    q = asub.add_parser("show", help=text, description=text)
     q.add_argument("document_id")
     q.add_argument("--store")
     p.set_defaults(handler=cmd_acl)

@@ -9,9 +9,11 @@ import grpc
 
 from acl.errors import DocQAError, InvalidArgument
 from acl.model import Acl
+from service.access import AclView
 from service.admin import StoreSummary
 from service.auth import require_admin
 from service.domain import Store
+from service.repository import ADMIN_SOURCE
 from service.errors import mapping_for, public_message
 from service.grpc_context import Services, rpc
 
@@ -142,16 +144,43 @@ class IndexingServicer:
         self.services.app.ingestor(store).delete(request.document_id)
         return self.services.stubs.indexing.DeleteDocumentResponse()
 
+    def _acl_state(self, view: AclView) -> Any:
+        common = self.services.stubs.common
+        reply = self.services.stubs.indexing.SetDocumentAclResponse(
+            acl=common.Acl(allow=sorted(view.effective.allow), deny=sorted(view.effective.deny)),
+            source=view.source,
+            store_id=view.store_id,
+        )
+        if view.source == ADMIN_SOURCE:
+            reply.changed_by = view.changed_by or ""
+            reply.changed_at = "" if view.changed_at is None else view.changed_at.isoformat()
+            if view.ingested is not None and view.ingested != view.effective:
+                reply.source_acl.CopyFrom(common.Acl(allow=sorted(view.ingested.allow), deny=sorted(view.ingested.deny)))
+        return reply
+
     @rpc
     def SetDocumentAcl(self, request: Any, context: grpc.ServicerContext) -> Any:
+        identity = self.services.identity(context)
+        require_admin(identity)
+        view = self.services.app.admin.set_acl(
+            request.document_id,
+            request.acl.allow,
+            request.acl.deny,
+            f"grpc:{identity.user_id}",
+            request.store_id or None,
+        )
+        return self._acl_state(view)
+
+    @rpc
+    def GetDocumentAcl(self, request: Any, context: grpc.ServicerContext) -> Any:
         require_admin(self.services.identity(context))
-        _, acl = self.services.app.admin.set_acl(
-            request.document_id, request.acl.allow, request.acl.deny, request.store_id or None
-        )
-        common = self.services.stubs.common
-        return self.services.stubs.indexing.SetDocumentAclResponse(
-            acl=common.Acl(allow=sorted(acl.allow), deny=sorted(acl.deny))
-        )
+        view = self.services.app.admin_without_index().acl_view(request.document_id, request.store_id or None)
+        return self._acl_state(view)
+
+    @rpc
+    def ResetDocumentAcl(self, request: Any, context: grpc.ServicerContext) -> Any:
+        require_admin(self.services.identity(context))
+        return self._acl_state(self.services.app.admin.reset_acl(request.document_id, request.store_id or None))
 
     @rpc
     def BulkUpsert(self, request_iterator: Iterator[Any], context: grpc.ServicerContext) -> Any:

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from acl.model import Acl
+from service.access import AccessState
 from service.bootstrap import App
 from service.graphql_app import HttpServer, start_http
 from service.graphql_schema import GraphQLServices, build_schema
@@ -156,11 +157,12 @@ def test_graphiql_health_and_metrics(server: Any) -> None:
     assert httpx.get(f"{base}/readyz", timeout=10).json() == {"status": "ready"}
     app = server[0]
     # A revocation not yet in the index: the search still finds the handbook, the access check drops it.
-    app.repository.set_acl(STORE, "handbook", Acl.of(["user:zed"]))
+    access = AccessState(app.repository)  # without the index: its copy stays stale on purpose
+    access.override_acl(STORE, "handbook", Acl.of(["user:zed"]), "test")
     try:
         revoked = _post(server, ASK, {"store": STORE, "q": QUESTION, "level": 0.0}, "carol")["data"]["vectorQuery"]
     finally:
-        app.repository.set_acl(STORE, "handbook", Acl.of(["group:everyone"]))
+        access.reset_acl(STORE, "handbook")
     assert revoked["chunks"] == [] and revoked["noRelevantDocument"]
     metrics = httpx.get(f"{base}/metrics", timeout=10).text
     assert 'docqa_requests_total{code="OK",interface="graphql",method="vectorQuery"}' in metrics

@@ -337,4 +337,3 @@ class Ingestor:
             report.indexed.append(item.document_id)
             report.chunks += len(records)
         return len(batch)
-

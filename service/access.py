@@ -134,8 +134,14 @@ class AccessState:
         ingested = document.acl if document is not None else None
         if override is not None:
             return AclView(
-                store_id, document_id, override.acl, ADMIN_SOURCE, override.changed_by, override.changed_at,
-                ingested, source,
+                store_id,
+                document_id,
+                override.acl,
+                ADMIN_SOURCE,
+                override.changed_by,
+                override.changed_at,
+                ingested,
+                source,
             )
         assert ingested is not None
         return AclView(store_id, document_id, ingested, source, None, None, ingested, source)

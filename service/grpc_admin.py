@@ -13,9 +13,9 @@ from service.access import AclView
 from service.admin import StoreSummary
 from service.auth import require_admin
 from service.domain import Store
-from service.repository import ADMIN_SOURCE
 from service.errors import mapping_for, public_message
 from service.grpc_context import Services, rpc
+from service.repository import ADMIN_SOURCE
 
 _SETTINGS = ("level", "min_threshold", "max_threshold", "max_chunks", "prompt_template", "llm_model_id")
 
@@ -155,7 +155,9 @@ class IndexingServicer:
             reply.changed_by = view.changed_by or ""
             reply.changed_at = "" if view.changed_at is None else view.changed_at.isoformat()
             if view.ingested is not None and view.ingested != view.effective:
-                reply.source_acl.CopyFrom(common.Acl(allow=sorted(view.ingested.allow), deny=sorted(view.ingested.deny)))
+                reply.source_acl.CopyFrom(
+                    common.Acl(allow=sorted(view.ingested.allow), deny=sorted(view.ingested.deny))
+                )
         return reply
 
     @rpc

@@ -171,10 +171,14 @@ class SqlAccessRows:
             s.flush()
             acl = override.acl
             s.add_all(
-                [AclOverrideEntryRow(store_id=store_id, document_id=document_id, principal=p, effect="allow")
-                 for p in acl.allow]
-                + [AclOverrideEntryRow(store_id=store_id, document_id=document_id, principal=p, effect="deny")
-                   for p in acl.deny]
+                [
+                    AclOverrideEntryRow(store_id=store_id, document_id=document_id, principal=p, effect="allow")
+                    for p in acl.allow
+                ]
+                + [
+                    AclOverrideEntryRow(store_id=store_id, document_id=document_id, principal=p, effect="deny")
+                    for p in acl.deny
+                ]
             )
 
     def delete_acl_override(self, store_id: str, document_id: str) -> bool:
@@ -194,7 +198,9 @@ class SqlAccessRows:
     # memberships ---------------------------------------------------------------------------
     def _effective_pairs(self, store_id: str | None) -> list[tuple[str, str]]:
         scopes = [GLOBAL_SCOPE] if store_id is None else [GLOBAL_SCOPE, store_id]
-        tombstoned = exists().where(TombstoneRow.group == MembershipRow.group, TombstoneRow.member == MembershipRow.member)
+        tombstoned = exists().where(
+            TombstoneRow.group == MembershipRow.group, TombstoneRow.member == MembershipRow.member
+        )
         # An admin row and a tombstone of one pair never coexist (``add_admin_membership`` lifts it),
         # so every row under a tombstone is a manifest's or a sync's, and none of them counts.
         query = (
@@ -265,8 +271,11 @@ class SqlAccessRows:
             if s.scalar(select(MembershipRow.group).where(pair).limit(1)) is None:
                 return False
             s.execute(delete(MembershipRow).where(pair, MembershipRow.source == ADMIN_SOURCE))
-            s.merge(TombstoneRow(group=group, member=member, removed_by=tombstone.removed_by,
-                                 removed_at=tombstone.removed_at))
+            s.merge(
+                TombstoneRow(
+                    group=group, member=member, removed_by=tombstone.removed_by, removed_at=tombstone.removed_at
+                )
+            )
             return True
 
     def release_membership(self, group: str, member: str) -> bool:
@@ -286,4 +295,3 @@ class SqlAccessRows:
         with self._session() as s:
             s.execute(delete(MembershipRow).where(MembershipRow.scope == scope, MembershipRow.source == source))
             s.add_all([MembershipRow(group=g, member=m, scope=scope, source=source) for g, m in sorted(rows)])
-

@@ -258,9 +258,7 @@ class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
             present = [d for d in wanted if d in existing]
             ingested = read_acls(s, store_id, present, AclRow)
             overrides = self._overrides(s, store_id, present)
-        return {
-            d: overrides[d].acl if d in overrides else ingested.get(d, Acl()) for d in present
-        }
+        return {d: overrides[d].acl if d in overrides else ingested.get(d, Acl()) for d in present}
 
     def set_ingested_acl(self, store_id: str, document_id: str, acl: Acl) -> None:
         with self._session() as s:

@@ -70,8 +70,9 @@ def upgrade() -> None:
         sa.Column("removed_by", sa.String(300), nullable=False),
         sa.Column("removed_at", sa.DateTime(timezone=True), nullable=False),
     )
-    old = sa.table("group_members", sa.column("group", sa.String), sa.column("member", sa.String),
-                   sa.column("origin", sa.String))
+    old = sa.table(
+        "group_members", sa.column("group", sa.String), sa.column("member", sa.String), sa.column("origin", sa.String)
+    )
     connection = op.get_bind()
     rows: dict[tuple[str, str, str, str], dict[str, str | None]] = {}
     for group, member, origin in connection.execute(sa.select(old.c.group, old.c.member, old.c.origin)):
@@ -96,12 +97,18 @@ def downgrade() -> None:
         sa.Column("member", sa.String(210), primary_key=True),
         sa.Column("origin", sa.String(300), primary_key=True),
     )
-    new = sa.table("memberships", sa.column("group", sa.String), sa.column("member", sa.String),
-                   sa.column("scope", sa.String), sa.column("source", sa.String))
+    new = sa.table(
+        "memberships",
+        sa.column("group", sa.String),
+        sa.column("member", sa.String),
+        sa.column("scope", sa.String),
+        sa.column("source", sa.String),
+    )
     connection = op.get_bind()
     rows: dict[tuple[str, str, str], dict[str, str]] = {}
-    for group, member, scope, source in connection.execute(sa.select(new.c.group, new.c.member, new.c.scope,
-                                                                      new.c.source)):
+    for group, member, scope, source in connection.execute(
+        sa.select(new.c.group, new.c.member, new.c.scope, new.c.source)
+    ):
         origin = f"manifest:{scope}:" if source == "manifest" else source
         rows[(group, member, origin)] = {"group": group, "member": member, "origin": origin}
     if rows:

@@ -160,9 +160,7 @@ class World:
             self.index.ensure(StoreSpec(store, self.embedder.dimension))
 
     def ingestor(self, store: str) -> Ingestor:
-        return Ingestor(
-            index=self.index, catalog=self.repo, access=self.access, embedder=self.embedder, store_id=store
-        )
+        return Ingestor(index=self.index, catalog=self.repo, access=self.access, embedder=self.embedder, store_id=store)
 
 
 def _index(world: World, ref: Reference, store: str) -> None:
@@ -230,9 +228,9 @@ def _apply(world: World, ref: Reference, step: tuple[Any, ...]) -> None:
             _expect_not_found(lambda: world.access.reset_member(group, member))
 
 
-def _expect_not_found(action: Any) -> None:
+def _expect_not_found(action: Any, *args: Any) -> None:
     try:
-        action()
+        action(*args)
     except NotFound:
         return
     raise AssertionError("expected NotFound")
@@ -268,11 +266,11 @@ def _check(world: World, ref: Reference) -> None:
                 if doc in readable:
                     assert {c.document_id for c in world.engine.ask(caller, query).chunks} == {doc}
                 else:
-                    _expect_not_found(lambda q=query: world.engine.ask(caller, q))  # type: ignore[misc]
+                    _expect_not_found(world.engine.ask, caller, query)
             hidden = sorted(set(DOCS) - readable)
             if hidden:  # one unreadable document among readable ones: NotFound, as if it did not exist
                 multi = MultiDocumentQuery(store, "secret", (*sorted(readable), hidden[0]), level=0)
-                _expect_not_found(lambda q=multi: world.engine.ask(caller, q))  # type: ignore[misc]
+                _expect_not_found(world.engine.ask, caller, multi)
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -255,8 +255,8 @@ def _check(world: World, ref: Reference) -> None:
             answer = world.engine.ask(caller, VectorQuery(store, "secret alpha", level=0))
             got = {c.document_id for c in answer.chunks}
             assert got == readable, (store, user, got, readable)
-            for chunk in answer.chunks:
-                assert chunk.text.startswith(f"store {store} ")
+            for source in answer.chunks:
+                assert source.text.startswith(f"store {store} ")
             if readable:
                 picked = tuple(sorted(readable))
                 answer = world.engine.ask(caller, MultiDocumentQuery(store, "secret", picked, level=0))

@@ -262,7 +262,10 @@ class Ingestor:
         If the index copy cannot be changed, the document is marked so that
         the next run re-indexes it (with the effective ACL), and the error is raised.
         """
-        effective = self._access.record_ingested_acl(self._store_id, document_id, acl)
+        self.sync_index_acl(document_id, self._access.record_ingested_acl(self._store_id, document_id, acl))
+
+    def sync_index_acl(self, document_id: str, effective: Acl) -> None:
+        """Make the index copy of a document's ACL ``effective``; on failure mark it for re-indexing and raise."""
         try:
             self._index.set_document_acl(self._store_id, document_id, effective)
         except DocQAError:
@@ -336,4 +339,16 @@ class Ingestor:
             )
             report.indexed.append(item.document_id)
             report.chunks += len(records)
+        self._settle_index_acls([item for item in batch if item.document_id in report.indexed], effective)
         return len(batch)
+
+    def _settle_index_acls(self, batch: list[_Pending], written: Mapping[str, Acl]) -> None:
+        """Re-read the ACLs in force: an admin change made while the batch was written must reach the index copy.
+
+        Without this, an override saved between reading the effective ACLs and
+        the upsert would leave the index copy stale until the content changes.
+        """
+        now = self._access.effective_acls(self._store_id, {item.document_id: item.acl for item in batch})
+        for document_id, acl in now.items():
+            if acl != written[document_id]:
+                self.sync_index_acl(document_id, acl)

@@ -89,12 +89,6 @@ class MembershipView:
     rows: tuple[Membership, ...]
     tombstone: Tombstone | None
 
-    def in_force(self, store_id: str | None) -> bool:
-        """Whether the pair counts for a query on ``store_id`` (None: outside any store)."""
-        if self.tombstone is not None:
-            return False
-        return any(r.scope in (GLOBAL_SCOPE, store_id) for r in self.rows)
-
 
 class AccessState:
     """Owns ACLs and memberships: the admin entry points and the indexer's ``AccessRecorder``."""
@@ -143,7 +137,8 @@ class AccessState:
                 ingested,
                 source,
             )
-        assert ingested is not None
+        if ingested is None:  # pragma: no cover - ruled out above
+            raise NotFound(f"document {document_id!r} not found in store {store_id!r}")
         return AclView(store_id, document_id, ingested, source, None, None, ingested, source)
 
     def override_acl(self, store_id: str, document_id: str, acl: Acl, actor: str) -> AclView:

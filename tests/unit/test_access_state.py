@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -156,6 +157,33 @@ def test_moved_folder_takes_over_the_store(tmp_path: Path, repo: SqlSettingsRepo
     assert repo.get_document("a", "finance/q3.md").origin == f"folder:{new.resolve()}"  # type: ignore[union-attr]
     assert {c.document_id for c in index.chunks["a"].values()} == {"finance/q3.md"}
     assert repo.memberships("a") == {"user:bob": frozenset({"group:finance"})}
+
+
+class AdminMidRun(AccessState):
+    """An admin's override lands just after the pipeline read the ACLs in force (a real race, made certain)."""
+
+    def __init__(self, repo: SqlSettingsRepository, index: FakeIndex) -> None:
+        super().__init__(repo, index)
+        self.pending = True
+
+    def effective_acls(self, store_id: str, ingested: Mapping[str, Acl]) -> dict[str, Acl]:
+        read = super().effective_acls(store_id, ingested)
+        if self.pending and "finance/q3.md" in ingested:
+            self.pending = False
+            self.override_acl(store_id, "finance/q3.md", Acl.of(["user:carol"]), "cli:root")
+        return read
+
+
+def test_override_made_during_a_run_reaches_the_index_copy(
+    tmp_path: Path, repo: SqlSettingsRepository, index: FakeIndex
+) -> None:
+    root = folder(tmp_path / "a", manifest("  finance: [user:alice]"))
+    ingestor(repo, index).index_folder(root)
+    (root / "finance" / "q3.md").write_text("# Q3\n\nRevenue was 50 million euros.\n")
+    access = AdminMidRun(repo, index)
+    run = Ingestor(index=index, catalog=repo, access=access, embedder=FakeEmbedder(), store_id="a")
+    assert run.index_folder(root).indexed == ["finance/q3.md"] and not access.pending
+    assert index_acls(index, "a", "finance/q3.md") == {Acl.of(["user:carol"])}
 
 
 def test_only_service_access_writes_acls_and_memberships() -> None:

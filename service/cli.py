@@ -220,9 +220,19 @@ def cmd_groups(args: argparse.Namespace, app: Any) -> int:
         elif args.provenance:
             for view in admin.membership_views():
                 print(_membership_line(view))
-        else:
+        elif args.store is not None:
             for group, members in sorted(app.repository.group_members(args.store).items()):
                 print(f"{group}: {', '.join(sorted(members))}")
+        else:
+            # Memberships in force, by scope: the global directory, then each store's manifest groups.
+            scoped: dict[tuple[str, str], set[str]] = {}
+            for view in admin.membership_views():
+                if view.tombstone is None:
+                    for row in view.rows:
+                        scoped.setdefault((view.group, row.scope), set()).add(view.member)
+            for (group, scope), members in sorted(scoped.items()):
+                where = "global" if not scope else f"store {scope}"
+                print(f"{group} ({where}): {', '.join(sorted(members))}")
         return 0
     group = _group_principal(args.group)
     if args.action == "add-member":
@@ -477,7 +487,9 @@ def build_parser() -> argparse.ArgumentParser:
         q = gsub.add_parser(action, help=text, description=text)
         q.add_argument("group", help="group id or group:<id>")
         q.add_argument("principal", help="user:<id> or group:<id>")
-    q = gsub.add_parser("list", help="members in force (global, or for --store); --provenance: every row and removal")
+    q = gsub.add_parser(
+        "list", help="members in force by scope (global, store S's manifest); --provenance: every row and removal"
+    )
     q.add_argument("--store", help="memberships in force for this store's documents (global + its manifest)")
     q.add_argument("--provenance", action="store_true", help="every membership with its source, and removals")
     q.add_argument("--json", action="store_true", help="every membership with its source, as JSON")

@@ -152,9 +152,15 @@ class Ingestor:
         A store has one folder: indexing another folder into it (the folder was
         moved or replaced) removes the documents of the previous folder, and
         the new folder's manifest becomes the store's manifest (its groups
-        replace the old manifest's, in this store only).
+        replace the old manifest's, in this store only). Indexing the store's
+        folder after it was removed removes its documents and its manifest's
+        groups (an unknown missing path is an error, as before).
         """
         root = root.resolve()
+        if not root.exists():
+            gone = self._forget_folder(root)
+            if gone is not None:
+                return gone
         manifest_file = manifest_path or root / MANIFEST_NAME
         if not manifest_file.is_file():
             raise InvalidArgument(
@@ -218,6 +224,19 @@ class Ingestor:
         for done in self._embed_and_write(loaded(), origin, report):
             if progress:
                 progress(done)
+        return report
+
+    def _forget_folder(self, root: Path) -> IndexReport | None:
+        """The store's folder is gone: its documents and its manifest's groups go too (None: not this store's)."""
+        documents = [d.id for d in self._catalog.list_documents(self._store_id, origin=f"folder:{root}")]
+        if not documents:
+            return None
+        log.warning("store %s: folder %s is gone; removing its %d documents", self._store_id, root, len(documents))
+        self._access.replace_manifest_groups(self._store_id, {})
+        report = IndexReport()
+        for document_id in documents:
+            self.delete(document_id)
+            report.removed.append(document_id)
         return report
 
     # single documents (API pushes) ---------------------------------------------------

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from acl.errors import NotFound
+from acl.errors import InvalidArgument, NotFound
 from acl.model import Acl
 from indexer.index import StoreSpec
 from indexer.pipeline import Ingestor
@@ -157,6 +157,25 @@ def test_moved_folder_takes_over_the_store(tmp_path: Path, repo: SqlSettingsRepo
     assert repo.get_document("a", "finance/q3.md").origin == f"folder:{new.resolve()}"  # type: ignore[union-attr]
     assert {c.document_id for c in index.chunks["a"].values()} == {"finance/q3.md"}
     assert repo.memberships("a") == {"user:bob": frozenset({"group:finance"})}
+
+
+def test_removed_folder_takes_its_documents_and_groups_and_nothing_else(
+    tmp_path: Path, repo: SqlSettingsRepository, index: FakeIndex
+) -> None:
+    import shutil
+
+    root = folder(tmp_path / "a", manifest("  finance: [user:alice]"))
+    ingestor(repo, index, "a").index_folder(root)
+    ingestor(repo, index, "b").index_folder(folder(tmp_path / "b", manifest("  finance: [user:bob]")))
+    AccessState(repo, index).add_member("group:finance", "user:carol", "cli:root")
+    shutil.rmtree(root)
+    report = ingestor(repo, index, "a").index_folder(root)
+    assert sorted(report.removed) == ["finance/q3.md", "guide.txt"] and report.ok
+    assert repo.list_documents("a") == [] and index.chunks["a"] == {}
+    assert repo.memberships("a") == {"user:carol": frozenset({"group:finance"})}  # the admin's stays
+    assert repo.memberships("b")["user:bob"] == {"group:finance"} and len(repo.list_documents("b")) == 2
+    with pytest.raises(InvalidArgument, match="no ACL manifest"):  # an unknown missing path: an error
+        ingestor(repo, index, "a").index_folder(tmp_path / "never-was")
 
 
 class AdminMidRun(AccessState):

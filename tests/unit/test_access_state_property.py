@@ -3,7 +3,7 @@
 Hypothesis builds two stores whose manifests reuse the same group names, then
 runs a random sequence of steps: admin ACL overrides and resets, admin
 membership adds, removals (tombstones) and resets, manifest rewrites, files
-removed and restored, folders moved, and re-index runs of the real Ingestor
+removed and restored, folders moved or deleted, and re-index runs of the real Ingestor
 (with a fake embedder). After every step, for every user and store, every
 query class is run through the engine and checked against a reference model
 of the authoritative state kept here by a different algorithm: nothing
@@ -18,6 +18,7 @@ longer local run.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acl.errors import NotFound
+from acl.errors import InvalidArgument, NotFound
 from acl.model import Acl
 from indexer.index import StoreSpec
 from indexer.pipeline import Ingestor
@@ -68,6 +69,7 @@ steps = st.lists(
         st.tuples(st.just("reset_member"), pairs),
         st.tuples(st.just("toggle_file"), stores, st.sampled_from(DOCS)),
         st.tuples(st.just("move"), stores),
+        st.tuples(st.just("remove_folder"), stores),
     ),
     min_size=1,
     max_size=8,
@@ -190,6 +192,21 @@ def _apply(world: World, ref: Reference, step: tuple[Any, ...]) -> None:
         folder.path.rename(target)
         folder.path = target
         _index(world, ref, step[1])
+    elif kind == "remove_folder":  # the folder is deleted, the nightly run indexes its path
+        folder = world.folders[step[1]]
+        shutil.rmtree(folder.path)
+        if ref.ingested.get(step[1]):
+            world.ingestor(step[1]).index_folder(folder.path)
+            ref.manifest_edges[step[1]] = frozenset()
+            ref.ingested[step[1]] = {}
+        else:  # no document came from it: an unknown missing path is an error, and nothing changes
+            try:
+                world.ingestor(step[1]).index_folder(folder.path)
+                raise AssertionError("expected InvalidArgument")
+            except InvalidArgument:
+                pass
+        folder.path.mkdir()  # an admin puts it back; in force after the next run
+        folder.write()
     elif kind == "acl_set":
         _, store, doc, acl = step
         if ref.effective(store, doc) is None:

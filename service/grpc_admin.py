@@ -91,6 +91,33 @@ class AdminServicer:
             entries.append(message)
         return self.services.stubs.admin.ListAuditEntriesResponse(entries=entries)
 
+    def _member(self, request: Any, context: grpc.ServicerContext, action: str) -> Any:
+        identity = self.services.identity(context)
+        require_admin(identity)
+        group = request.group if request.group.startswith("group:") else f"group:{request.group}"
+        admin = self.services.app.admin_without_index()
+        actor = f"grpc:{identity.user_id}"
+        if action == "add":
+            changed = admin.add_member(group, request.member, actor)
+        elif action == "remove":
+            changed = admin.remove_member(group, request.member, actor)
+        else:
+            admin.reset_member(group, request.member)
+            changed = True
+        return self.services.stubs.admin.GroupMemberResponse(changed=changed)
+
+    @rpc
+    def AddGroupMember(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._member(request, context, "add")
+
+    @rpc
+    def RemoveGroupMember(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._member(request, context, "remove")
+
+    @rpc
+    def ResetGroupMember(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._member(request, context, "reset")
+
 
 def _acl(message: Any) -> Acl:
     return Acl.of(message.allow, message.deny)

@@ -11,8 +11,12 @@ from acl.model import EVERYONE, validate_principal
 class GroupDirectory(Protocol):
     """Who is a direct member of which group."""
 
-    def memberships(self) -> Mapping[str, frozenset[str]]:
-        """Map every member principal to the groups it is a direct member of."""
+    def memberships(self, store_id: str | None = None) -> Mapping[str, frozenset[str]]:
+        """Map every member principal to the groups it is a direct member of.
+
+        With ``store_id``: the memberships that hold for that store's documents
+        (the global directory plus that store's own manifest groups).
+        """
         ...
 
 
@@ -55,5 +59,5 @@ class InMemoryDirectory:
     def remove(self, group: str, member: str) -> None:
         self._parents.get(member, set()).discard(group)
 
-    def memberships(self) -> Mapping[str, frozenset[str]]:
+    def memberships(self, store_id: str | None = None) -> Mapping[str, frozenset[str]]:
         return {member: frozenset(groups) for member, groups in self._parents.items()}

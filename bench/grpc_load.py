@@ -84,7 +84,7 @@ def main() -> None:
             topic = TOPICS[i % len(TOPICS)]
             text = f"Policy {i} about {topic}: the {topic} rules say item {i} applies to group {i % 10}."
             ingestor.upsert_bytes(f"doc-{i}", text.encode(), "text/plain", acl=Acl.of([f"group:g{i % 10}"]))
-        app.repository.add_member("group:g3", "user:bench")
+        app.admin_without_index().add_member("group:g3", "user:bench", "bench")
         services = services_for(app, Metrics())
         engine_alone = one_thread(lambda i: app.engine.ask(Identity("bench").caller(), request(i)), args.baseline_s)
         audited = one_thread(lambda i: services.queries.ask(Identity("bench"), request(i), "bench"), args.baseline_s)

@@ -23,7 +23,7 @@ from indexer.chunker import Chunker
 from indexer.documents import DocumentRecord, LoadedDocument
 from indexer.embedder import Embedder
 from indexer.index import ChunkRecord, Index
-from indexer.index.port import DocumentsRejected, Vector
+from indexer.index.port import DocumentsRejected
 from indexer.loaders import SUPPORTED_SUFFIXES, content_type_for, load_bytes
 from indexer.manifest import MANIFEST_NAME, load_manifest
 from indexer.safe_scan import ScanResult, read_inside, scan_folder
@@ -36,21 +36,40 @@ EMBED_BATCH_CHUNKS = 256
 
 
 class Catalog(Protocol):
-    """What the pipeline records about documents (the settings repository)."""
+    """What the pipeline reads about documents, and removes (the settings repository)."""
 
     def list_documents(self, store_id: str, origin: str | None = None) -> list[DocumentRecord]: ...
 
     def get_document(self, store_id: str, document_id: str) -> DocumentRecord | None: ...
 
-    def save_document(self, document: DocumentRecord) -> None: ...
-
     def delete_document(self, store_id: str, document_id: str) -> bool: ...
-
-    def set_acl(self, store_id: str, document_id: str, acl: Acl) -> None: ...
 
     def mark_for_reindex(self, store_id: str, document_id: str) -> None: ...
 
-    def replace_groups(self, groups: Mapping[str, Iterable[str]], origin: str) -> None: ...
+
+class AccessRecorder(Protocol):
+    """The owner of access state (``service.access``): the pipeline asks it, never writes ACLs or groups itself.
+
+    A document's ACL as the pipeline knows it is the *ingested* one (the
+    manifest's, or the push's); what the index copy carries is the *effective*
+    one, which an administrator's override may have changed.
+    """
+
+    def record_document(self, document: DocumentRecord) -> None:
+        """Save the indexed document with its ingested ACL."""
+        ...
+
+    def record_ingested_acl(self, store_id: str, document_id: str, acl: Acl) -> Acl:
+        """Record a new ingested ACL; return the effective one."""
+        ...
+
+    def effective_acls(self, store_id: str, ingested: Mapping[str, Acl]) -> Mapping[str, Acl]:
+        """The ACL in force for each document, given its ingested ACL."""
+        ...
+
+    def replace_manifest_groups(self, store_id: str, groups: Mapping[str, Iterable[str]]) -> None:
+        """Make ``groups`` the store-scoped memberships of ``store_id``'s manifest."""
+        ...
 
 
 @dataclass(slots=True)
@@ -110,9 +129,12 @@ def folder_and_manifest(root: Path, manifest_path: Path | None = None) -> tuple[
 class Ingestor:
     """Indexes documents of one store into an index and records them in a catalog."""
 
-    def __init__(self, *, index: Index, catalog: Catalog, embedder: Embedder, store_id: str) -> None:
+    def __init__(
+        self, *, index: Index, catalog: Catalog, access: AccessRecorder, embedder: Embedder, store_id: str
+    ) -> None:
         self._index = index
         self._catalog = catalog
+        self._access = access
         self._embedder = embedder
         self._store_id = store_id
         self._chunker = Chunker(embedder.tokenizer, embedder.max_tokens)
@@ -143,14 +165,32 @@ class Ingestor:
         chunks embedded and written. Links, special files and names no rule can
         match are never indexed (one already indexed is removed); each is named
         in ``report.refused``.
+
+        A store has one folder: indexing another folder into it (the folder was
+        moved or replaced) removes the documents of the previous folder, and
+        the new folder's manifest becomes the store's manifest (its groups
+        replace the old manifest's, in this store only). Indexing the store's
+        folder after it was removed removes its documents and its manifest's
+        groups (an unknown missing path is an error).
         """
+        if not os.path.lexists(root):
+            gone = self._forget_folder(root.resolve())
+            if gone is not None:
+                return gone
         root, manifest_file = folder_and_manifest(root, manifest_path)
         manifest = load_manifest(manifest_file)
         origin = f"folder:{root}"
-        self._catalog.replace_groups(manifest.groups, origin=f"manifest:{self._store_id}:{root}")
         found = self.scan(root)
+        self._access.replace_manifest_groups(self._store_id, manifest.groups)
         report = IndexReport(skipped=found.unsupported, refused=dict(found.refused))
-        known = {d.id: d for d in self._catalog.list_documents(self._store_id, origin=origin)}
+        known: dict[str, DocumentRecord] = {}
+        for document in self._catalog.list_documents(self._store_id):
+            if document.origin == origin:
+                known[document.id] = document
+            elif document.origin.startswith("folder:"):
+                # Another folder's document (the store's folder moved): a file of the
+                # same path here takes its place, any other goes with the old folder.
+                known[document.id] = replace(document, content_hash="")
         if on_total:
             on_total(len(found.files))
         seen: set[str] = set()
@@ -216,6 +256,19 @@ class Ingestor:
                 progress(done)
         return report
 
+    def _forget_folder(self, root: Path) -> IndexReport | None:
+        """The store's folder is gone: its documents and its manifest's groups go too (None: not this store's)."""
+        documents = [d.id for d in self._catalog.list_documents(self._store_id, origin=f"folder:{root}")]
+        if not documents:
+            return None
+        log.warning("store %s: folder %s is gone; removing its %d documents", self._store_id, root, len(documents))
+        self._access.replace_manifest_groups(self._store_id, {})
+        report = IndexReport()
+        for document_id in documents:
+            self.delete(document_id)
+            report.removed.append(document_id)
+        return report
+
     # single documents (API pushes) ---------------------------------------------------
     def upsert_bytes(
         self,
@@ -253,14 +306,17 @@ class Ingestor:
         self._catalog.delete_document(self._store_id, document_id)
 
     def set_acl(self, document_id: str, acl: Acl) -> None:
-        """Change the authoritative ACL first (effective at once), then the index copy.
+        """Record the source's new ACL (effective at once unless an admin overrode it), then the index copy.
 
         If the index copy cannot be changed, the document is marked so that
-        the next run re-indexes it (with the new ACL), and the error is raised.
+        the next run re-indexes it (with the effective ACL), and the error is raised.
         """
-        self._catalog.set_acl(self._store_id, document_id, acl)
+        self.sync_index_acl(document_id, self._access.record_ingested_acl(self._store_id, document_id, acl))
+
+    def sync_index_acl(self, document_id: str, effective: Acl) -> None:
+        """Make the index copy of a document's ACL ``effective``; on failure mark it for re-indexing and raise."""
         try:
-            self._index.set_document_acl(self._store_id, document_id, acl)
+            self._index.set_document_acl(self._store_id, document_id, effective)
         except DocQAError:
             self._catalog.mark_for_reindex(self._store_id, document_id)
             raise
@@ -313,9 +369,12 @@ class Ingestor:
         vectors = self._embedder.embed_documents(texts)
         if on_chunks:
             on_chunks(len(texts))
+        # The index copy carries the ACL in force: an admin's override wins over the source's.
+        effective = self._access.effective_acls(self._store_id, {item.document_id: item.acl for item in batch})
         position = 0
         for item in batch:
-            records = [_with_vector(r, vectors[position + i]) for i, r in enumerate(item.records)]
+            acl = effective[item.document_id]
+            records = [replace(r, vector=vectors[position + i], acl=acl) for i, r in enumerate(item.records)]
             position += len(records)
             try:
                 if records:
@@ -326,7 +385,7 @@ class Ingestor:
                 # Not recorded in the catalog, so the next run tries it again.
                 report.failed[item.document_id] = exc.message
                 continue
-            self._catalog.save_document(
+            self._access.record_document(
                 DocumentRecord(
                     store_id=self._store_id,
                     id=item.document_id,
@@ -341,14 +400,22 @@ class Ingestor:
             )
             report.indexed.append(item.document_id)
             report.chunks += len(records)
+        self._settle_index_acls([item for item in batch if item.document_id in report.indexed], effective)
         return len(batch)
+
+    def _settle_index_acls(self, batch: list[_Pending], written: Mapping[str, Acl]) -> None:
+        """Re-read the ACLs in force: an admin change made while the batch was written must reach the index copy.
+
+        Without this, an override saved between reading the effective ACLs and
+        the upsert would leave the index copy stale until the content changes.
+        """
+        now = self._access.effective_acls(self._store_id, {item.document_id: item.acl for item in batch})
+        for document_id, acl in now.items():
+            if acl != written[document_id]:
+                self.sync_index_acl(document_id, acl)
 
 
 def _reason(error: LoadError, document_id: str) -> str:
     """The reason alone: the report names the entry already."""
     prefix = f"{document_id}: "
     return error.message[len(prefix) :] if error.message.startswith(prefix) else error.message
-
-
-def _with_vector(record: ChunkRecord, vector: Vector) -> ChunkRecord:
-    return replace(record, vector=vector)

@@ -6,8 +6,9 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from acl.errors import DocQAError, IndexUnavailable, InvalidArgument, NotFound
-from acl.model import Acl, validate_principal
+from acl.errors import InvalidArgument, NotFound
+from acl.model import Acl
+from service.access import AccessState, AclView, MembershipView
 from service.config import StoreDefaults
 from service.domain import Store, validate_store_id
 from service.repository import SettingsRepository
@@ -32,7 +33,7 @@ class Admin:
 
     def __init__(self, repository: SettingsRepository, index: Index | None = None) -> None:
         self._repo = repository
-        self._index = index
+        self._access = AccessState(repository, index)
 
     # stores -------------------------------------------------------------------------
     def store(self, store_id: str) -> Store:
@@ -98,16 +99,22 @@ class Admin:
             return store
         return self._repo.update_store(store_id, **clean)
 
-    # groups -----------------------------------------------------------------------------
-    def add_member(self, group: str, member: str) -> bool:
-        return self._repo.add_member(group, member)
+    # groups (through the one writer of access state) ---------------------------------------
+    def add_member(self, group: str, member: str, actor: str) -> bool:
+        """A global membership by ``actor`` (lifts an earlier removal of the pair)."""
+        return self._access.add_member(group, member, actor)
 
-    def remove_member(self, group: str, member: str) -> bool:
-        validate_principal(group)
-        validate_principal(member)
-        if not self._repo.remove_member(group, member):
-            raise NotFound(f"{member} is not a direct member of {group}")
+    def remove_member(self, group: str, member: str, actor: str) -> bool:
+        """A durable removal: a tombstone no manifest or re-index undoes, until ``reset_member``."""
+        self._access.remove_member(group, member, actor)
         return True
+
+    def reset_member(self, group: str, member: str) -> None:
+        """Hand the pair back to the manifests (drop the admin's tombstone or membership)."""
+        self._access.reset_member(group, member)
+
+    def membership_views(self) -> list[MembershipView]:
+        return self._access.membership_views()
 
     # ACLs ---------------------------------------------------------------------------------
     def find_document_store(self, document_id: str, store_id: str | None) -> str:
@@ -127,21 +134,21 @@ class Admin:
         return holders[0]
 
     def set_acl(
-        self, document_id: str, allow: Iterable[str], deny: Iterable[str], store_id: str | None = None
-    ) -> tuple[str, Acl]:
-        """Replace a document's authoritative ACL (effective on the next query), then the index copy."""
+        self, document_id: str, allow: Iterable[str], deny: Iterable[str], actor: str, store_id: str | None = None
+    ) -> AclView:
+        """Replace the document's whole ACL by an admin override (in force at once, kept over every re-index)."""
         acl = Acl.of(allow, deny)
         store = self.find_document_store(document_id, store_id)
-        self._repo.set_acl(store, document_id, acl)
-        if self._index is not None:
-            try:
-                self._index.set_document_acl(store, document_id, acl)
-            except DocQAError as exc:
-                # The authoritative ACL is in force already; the index copy is
-                # refreshed when the document is indexed again.
-                self._repo.mark_for_reindex(store, document_id)
-                raise IndexUnavailable(
-                    f"the ACL of {document_id!r} is saved and in force, but the index copy could not be "
-                    f"updated ({exc.message}); index the document again to refresh it"
-                ) from None
-        return store, acl
+        return self._access.override_acl(store, document_id, acl, actor)
+
+    def reset_acl(self, document_id: str, store_id: str | None = None) -> AclView:
+        """Drop the admin override: the manifest's (or the push's) ACL is in force again.
+
+        With ``store_id`` this also resets the override of a document that has left the store.
+        """
+        store = self.store(store_id).id if store_id is not None else self.find_document_store(document_id, None)
+        return self._access.reset_acl(store, document_id)
+
+    def acl_view(self, document_id: str, store_id: str | None = None) -> AclView:
+        """The effective ACL, its source (manifest | api | admin, who, when) and the source's value."""
+        return self._access.acl_view(self.find_document_store(document_id, store_id), document_id)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from acl.checker import AccessChecker
     from indexer.embedder import Embedder
     from indexer.index import Index
+    from service.access import AccessState
     from service.admin import Admin
     from service.engine import QueryEngine
     from service.generator import Generator
@@ -182,6 +183,13 @@ class App:
         )
 
     @property
+    def access(self) -> AccessState:
+        """The one writer of ACLs and memberships, keeping the index copy in line."""
+        from service.access import AccessState
+
+        return AccessState(self.repository, self.index)
+
+    @property
     def admin(self) -> Admin:
         from service.admin import Admin
 
@@ -210,7 +218,9 @@ class App:
         from indexer.index import StoreSpec
 
         self.index.ensure(StoreSpec(store_id, embedder.dimension))
-        return Ingestor(index=self.index, catalog=self.repository, embedder=embedder, store_id=store_id)
+        return Ingestor(
+            index=self.index, catalog=self.repository, access=self.access, embedder=embedder, store_id=store_id
+        )
 
     def close(self) -> None:
         if self._index is not None:

@@ -201,19 +201,84 @@ def cmd_settings(args: argparse.Namespace, app: Any) -> int:
     return 0
 
 
+def _actor() -> str:
+    """Who made an admin change on the command line: ``cli:<login>`` ($DOCQA_ACTOR names someone else)."""
+    import getpass
+
+    name = os.environ.get("DOCQA_ACTOR")
+    if not name:
+        try:
+            name = getpass.getuser()
+        except Exception:  # no login name (a container without a passwd entry)
+            name = "unknown"
+    return f"cli:{name}"
+
+
+def _membership_line(view: Any) -> str:
+    parts = []
+    for row in view.rows:
+        where = "global" if not row.scope else f"store {row.scope}"
+        who = f" by {row.changed_by}" if row.changed_by else ""
+        when = f" at {row.changed_at.isoformat()}" if row.changed_at else ""
+        parts.append(f"{row.source} ({where}){who}{when}")
+    if view.tombstone is not None:
+        t = view.tombstone
+        parts.append(f"REMOVED by {t.removed_by} at {t.removed_at.isoformat()} (undo: docqa groups reset)")
+    return f"{view.group} {view.member}: " + "; ".join(parts)
+
+
+def _membership_dict(view: Any) -> dict[str, Any]:
+    tombstone = view.tombstone
+    return {
+        "group": view.group,
+        "member": view.member,
+        "rows": [
+            {
+                "scope": row.scope or None,
+                "source": row.source,
+                "changed_by": row.changed_by,
+                "changed_at": None if row.changed_at is None else row.changed_at.isoformat(),
+            }
+            for row in view.rows
+        ],
+        "removed": None
+        if tombstone is None
+        else {"removed_by": tombstone.removed_by, "removed_at": tombstone.removed_at.isoformat()},
+    }
+
+
 def cmd_groups(args: argparse.Namespace, app: Any) -> int:
     admin = app.admin_without_index()
     if args.action == "list":
-        for group, members in sorted(app.repository.group_members().items()):
-            print(f"{group}: {', '.join(sorted(members))}")
+        if args.json:
+            print(json.dumps([_membership_dict(v) for v in admin.membership_views()]))
+        elif args.provenance:
+            for view in admin.membership_views():
+                print(_membership_line(view))
+        elif args.store is not None:
+            for group, members in sorted(app.repository.group_members(args.store).items()):
+                print(f"{group}: {', '.join(sorted(members))}")
+        else:
+            # Memberships in force, by scope: the global directory, then each store's manifest groups.
+            scoped: dict[tuple[str, str], set[str]] = {}
+            for view in admin.membership_views():
+                if view.tombstone is None:
+                    for row in view.rows:
+                        scoped.setdefault((view.group, row.scope), set()).add(view.member)
+            for (group, scope), members in sorted(scoped.items()):
+                where = "global" if not scope else f"store {scope}"
+                print(f"{group} ({where}): {', '.join(sorted(members))}")
         return 0
     group = _group_principal(args.group)
     if args.action == "add-member":
-        added = admin.add_member(group, args.principal)
+        added = admin.add_member(group, args.principal, _actor())
         print(f"{args.principal} {'added to' if added else 'was already in'} {group}")
+    elif args.action == "remove-member":
+        admin.remove_member(group, args.principal, _actor())
+        print(f"{args.principal} removed from {group} (kept over re-indexing; undo: docqa groups reset)")
     else:
-        admin.remove_member(group, args.principal)
-        print(f"{args.principal} removed from {group}")
+        admin.reset_member(group, args.principal)
+        print(f"{args.principal} in {group}: handed back to the stores' manifests")
     return 0
 
 
@@ -221,12 +286,12 @@ def cmd_acl(args: argparse.Namespace, app: Any) -> int:
     if args.action == "set":
         if not args.allow and not args.deny:
             raise InvalidArgument("give --allow and/or --deny principals")
-        store, acl = app.admin.set_acl(args.document_id, args.allow or [], args.deny or [], args.store)
+        view = app.admin.set_acl(args.document_id, args.allow or [], args.deny or [], _actor(), args.store)
+    elif args.action == "reset":
+        view = app.admin.reset_acl(args.document_id, args.store)
     else:
-        admin = app.admin_without_index()
-        store = admin.find_document_store(args.document_id, args.store)
-        acl = app.repository.acls(store, [args.document_id])[args.document_id]
-    print(json.dumps({"store": store, "document_id": args.document_id, **acl.to_dict()}))
+        view = app.admin_without_index().acl_view(args.document_id, args.store)
+    print(json.dumps(view.to_dict()))
     return 0
 
 
@@ -555,34 +620,57 @@ def build_parser() -> argparse.ArgumentParser:
     p = _command(
         sub,
         "groups",
-        "the group directory: add or remove members, list groups",
-        "  docqa groups list\n"
+        "the group directory: admin changes win over the stores' manifests until reset",
+        "  docqa groups list --store acme\n"
         "  docqa groups add-member finance user:frank\n"
-        "  docqa groups remove-member auditors user:carol",
+        "  docqa groups remove-member auditors user:carol\n"
+        "  docqa groups reset auditors user:carol",
     )
     gsub = p.add_subparsers(dest="action", required=True, parser_class=_Parser, metavar="ACTION")
     for action, text, example in (
-        ("add-member", "add a direct member", "  docqa groups add-member finance user:frank"),
-        ("remove-member", "remove a direct member", "  docqa groups remove-member auditors user:carol"),
+        (
+            "add-member",
+            "add a global membership (lifts an earlier remove-member of the pair)",
+            "  docqa groups add-member finance user:frank\n  docqa groups add-member group:finance group:auditors",
+        ),
+        (
+            "remove-member",
+            "remove a membership from the global directory and from every store's manifest; "
+            "kept over every re-index until 'groups reset'",
+            "  docqa groups remove-member auditors user:carol",
+        ),
+        (
+            "reset",
+            "drop the admin's remove-member/add-member of the pair: the manifests decide again",
+            "  docqa groups reset auditors user:carol",
+        ),
     ):
-        q = _command(gsub, action, text, example + "\n  docqa groups " + action + " group:finance group:auditors")
+        q = _command(gsub, action, text, example)
         q.add_argument("group", help="group id or group:<id>")
         q.add_argument("principal", help="user:<id> or group:<id>")
-    _command(gsub, "list", "every group and its direct members", "  docqa groups list")
+    q = _command(
+        gsub,
+        "list",
+        "members in force by scope (global, store S's manifest); --provenance: every row and removal",
+        "  docqa groups list\n  docqa groups list --store acme\n  docqa groups list --provenance --json",
+    )
+    q.add_argument("--store", help="memberships in force for this store's documents (global + its manifest)")
+    q.add_argument("--provenance", action="store_true", help="every membership with its source, and removals")
+    q.add_argument("--json", action="store_true", help="every membership with its source, as JSON")
     p.set_defaults(handler=cmd_groups)
 
     p = _command(
         sub,
         "acl",
-        "a document's authoritative ACL: show it, or replace it",
+        "a document's authoritative ACL: admin changes win over the manifest until reset",
         "  docqa acl show finance/q3-results.md\n"
         "  docqa acl set finance/q3-results.md --allow group:finance --deny user:alice\n"
-        "  docqa acl set handbook/expenses.md --store acme --allow group:everyone",
+        "  docqa acl reset finance/q3-results.md",
     )
     asub = p.add_subparsers(dest="action", required=True, parser_class=_Parser, metavar="ACTION")
     text = (
-        "replace the whole ACL with exactly --allow and --deny (entries not given are dropped, deny "
-        "entries included); effective on the next query"
+        "replace the document's WHOLE ACL (allow and deny: entries not given are dropped) by an admin "
+        "override; in force on the next query and kept over every re-index until 'acl reset'"
     )
     q = _command(
         asub,
@@ -597,14 +685,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow", nargs="+", metavar="P", default=[], help="principals who may read (user:<id>, group:<id>)"
     )
     q.add_argument("--deny", nargs="+", metavar="P", default=[], help="principals who may not, whatever --allow says")
-    q = _command(
-        asub,
-        "show",
-        "print the ACL as JSON",
-        "  docqa acl show finance/q3-results.md\n  docqa acl show handbook/expenses.md --store acme",
-    )
-    q.add_argument("document_id", help="the document's id")
-    q.add_argument("--store", help="store id (needed when several stores hold the id)")
+    for action, text, example in (
+        (
+            "reset",
+            "drop the admin override: the manifest's (or the pushing system's) ACL is in force again",
+            "  docqa acl reset finance/q3-results.md --store acme",
+        ),
+        (
+            "show",
+            "the effective ACL, its source (manifest | api | admin with who and when) and the source's value",
+            "  docqa acl show finance/q3-results.md\n  docqa acl show handbook/expenses.md --store acme",
+        ),
+    ):
+        q = _command(asub, action, text, example)
+        q.add_argument("document_id", help="the document's id")
+        q.add_argument("--store", help="store id (needed when several stores hold the id)")
     p.set_defaults(handler=cmd_acl)
 
     p = _command(

@@ -109,7 +109,7 @@ class QueryEngine:
         store = self._store(query.store_id)
         question = self._question(query.question)
         level = parse_level(query.level)
-        principals = self.principals(caller)
+        principals = self.principals(caller, store.id)
         if isinstance(query, VectorQuery):
             scope = self._vector(store, question, level, query.max_chunks, principals, clock)
             name = "vector"
@@ -125,9 +125,13 @@ class QueryEngine:
             raise InvalidArgument(f"unknown query class {type(query).__name__}")
         return self._finish(store, caller, question, name, scope, query.perform_llm_query, clock, on_text)
 
-    def principals(self, caller: Caller) -> frozenset[str]:
-        """The caller's principal set: user, transitive groups, token groups, everyone."""
-        return caller.principals(self._repo)
+    def principals(self, caller: Caller, store_id: str | None = None) -> frozenset[str]:
+        """The caller's principal set: user, transitive groups, token groups, everyone.
+
+        Groups come from the global directory and, for a query on ``store_id``,
+        from that store's own manifest (never another store's).
+        """
+        return caller.principals(self._repo, store_id)
 
     # validation -----------------------------------------------------------------
     def _store(self, store_id: str) -> Store:

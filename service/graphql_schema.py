@@ -23,6 +23,7 @@ from service.audit import AuditedQueries
 from service.auth import Authenticator, Identity, require_admin
 from service.bootstrap import App
 from service.errors import mapping_for, public_message
+from service.graphql_access import DocumentAcl, change_member, document_acl, reset_document_acl, set_document_acl
 from service.metrics import Metrics
 from service.queries import Answer, DocumentQuery, MultiDocumentQuery, SourceChunk, VectorQuery
 from service.store_summaries import StoreSummaries, StoreSummary, Viewer
@@ -200,7 +201,7 @@ class AuditEntry:
 
 def _viewer(context: RequestContext) -> tuple[StoreSummaries, Viewer]:
     repository = context.services.app.repository
-    return StoreSummaries(repository), Viewer.of(context.identity().caller(), repository)
+    return StoreSummaries(repository), Viewer.of(context.identity().caller())
 
 
 def _summary(context: RequestContext, store_id: str) -> StoreSummary:
@@ -301,6 +302,14 @@ class Query:
 
         return await _run(info, "auditEntries", work)
 
+    @strawberry.field(description="A document's effective ACL and where it came from (admin only).")
+    async def document_acl(
+        self, info: Info[RequestContext, None], document_id: str, store_id: str | None = None
+    ) -> DocumentAcl:
+        return await _run(
+            info, "documentAcl", lambda c: document_acl(c.services.app, c.identity(), document_id, store_id)
+        )
+
 
 @strawberry.type
 class Mutation:
@@ -314,6 +323,55 @@ class Mutation:
     ) -> StoreSettings:
         changes = {k: v for k, v in vars(settings).items() if v is not None}
         return await _run(info, "updateStoreSettings", lambda c: _set(c, store_id, changes))
+
+    @strawberry.mutation(
+        description="Replace a document's WHOLE ACL (allow and deny) by an admin override, kept over every "
+        "re-index until resetDocumentAcl (admin only)."
+    )
+    async def set_document_acl(
+        self,
+        info: Info[RequestContext, None],
+        document_id: str,
+        allow: list[str],
+        deny: list[str] | None = None,
+        store_id: str | None = None,
+    ) -> DocumentAcl:
+        return await _run(
+            info,
+            "setDocumentAcl",
+            lambda c: set_document_acl(c.services.app, c.identity(), document_id, allow, deny or [], store_id),
+        )
+
+    @strawberry.mutation(description="Hand a document back to its manifest's (or push's) ACL (admin only).")
+    async def reset_document_acl(
+        self, info: Info[RequestContext, None], document_id: str, store_id: str | None = None
+    ) -> DocumentAcl:
+        return await _run(
+            info, "resetDocumentAcl", lambda c: reset_document_acl(c.services.app, c.identity(), document_id, store_id)
+        )
+
+    @strawberry.mutation(description="Add a global group membership; lifts an earlier removal (admin only).")
+    async def add_group_member(self, info: Info[RequestContext, None], group: str, member: str) -> bool:
+        return await _run(
+            info, "addGroupMember", lambda c: change_member(c.services.app, c.identity(), "add", group, member)
+        )
+
+    @strawberry.mutation(
+        description="Remove a membership everywhere (global and every store's manifest), kept over every "
+        "re-index until resetGroupMember (admin only)."
+    )
+    async def remove_group_member(self, info: Info[RequestContext, None], group: str, member: str) -> bool:
+        return await _run(
+            info, "removeGroupMember", lambda c: change_member(c.services.app, c.identity(), "remove", group, member)
+        )
+
+    @strawberry.mutation(
+        description="Drop the admin's change of a membership: the manifests decide again (admin only)."
+    )
+    async def reset_group_member(self, info: Info[RequestContext, None], group: str, member: str) -> bool:
+        return await _run(
+            info, "resetGroupMember", lambda c: change_member(c.services.app, c.identity(), "reset", group, member)
+        )
 
 
 # ---------------------------------------------------------------------------- errors

@@ -9,9 +9,11 @@ import grpc
 
 from acl.errors import DocQAError, InvalidArgument
 from acl.model import Acl
+from service.access import AclView
 from service.auth import require_admin
 from service.errors import mapping_for, public_message
 from service.grpc_context import Services, rpc
+from service.repository import ADMIN_SOURCE
 from service.store_summaries import StoreSummaries, StoreSummary, Viewer
 
 _SETTINGS = ("level", "min_threshold", "max_threshold", "max_chunks", "prompt_template", "llm_model_id")
@@ -41,7 +43,7 @@ class AdminServicer:
 
     def _listing(self, context: grpc.ServicerContext) -> tuple[StoreSummaries, Viewer]:
         repository = self.services.app.repository
-        return StoreSummaries(repository), Viewer.of(self.services.identity(context).caller(), repository)
+        return StoreSummaries(repository), Viewer.of(self.services.identity(context).caller())
 
     @rpc
     def GetStoreSettings(self, request: Any, context: grpc.ServicerContext) -> Any:
@@ -86,6 +88,33 @@ class AdminServicer:
                 message.threshold = r.threshold
             entries.append(message)
         return self.services.stubs.admin.ListAuditEntriesResponse(entries=entries)
+
+    def _member(self, request: Any, context: grpc.ServicerContext, action: str) -> Any:
+        identity = self.services.identity(context)
+        require_admin(identity)
+        group = request.group if request.group.startswith("group:") else f"group:{request.group}"
+        admin = self.services.app.admin_without_index()
+        actor = f"grpc:{identity.user_id}"
+        if action == "add":
+            changed = admin.add_member(group, request.member, actor)
+        elif action == "remove":
+            changed = admin.remove_member(group, request.member, actor)
+        else:
+            admin.reset_member(group, request.member)
+            changed = True
+        return self.services.stubs.admin.GroupMemberResponse(changed=changed)
+
+    @rpc
+    def AddGroupMember(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._member(request, context, "add")
+
+    @rpc
+    def RemoveGroupMember(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._member(request, context, "remove")
+
+    @rpc
+    def ResetGroupMember(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._member(request, context, "reset")
 
 
 def _acl(message: Any) -> Acl:
@@ -141,16 +170,45 @@ class IndexingServicer:
         self.services.app.ingestor(store, create=False).delete(request.document_id)
         return self.services.stubs.indexing.DeleteDocumentResponse()
 
+    def _acl_state(self, view: AclView) -> Any:
+        common = self.services.stubs.common
+        reply = self.services.stubs.indexing.SetDocumentAclResponse(
+            acl=common.Acl(allow=sorted(view.effective.allow), deny=sorted(view.effective.deny)),
+            source=view.source,
+            store_id=view.store_id,
+        )
+        if view.source == ADMIN_SOURCE:
+            reply.changed_by = view.changed_by or ""
+            reply.changed_at = "" if view.changed_at is None else view.changed_at.isoformat()
+            if view.ingested is not None and view.ingested != view.effective:
+                reply.source_acl.CopyFrom(
+                    common.Acl(allow=sorted(view.ingested.allow), deny=sorted(view.ingested.deny))
+                )
+        return reply
+
     @rpc
     def SetDocumentAcl(self, request: Any, context: grpc.ServicerContext) -> Any:
+        identity = self.services.identity(context)
+        require_admin(identity)
+        view = self.services.app.admin.set_acl(
+            request.document_id,
+            request.acl.allow,
+            request.acl.deny,
+            f"grpc:{identity.user_id}",
+            request.store_id or None,
+        )
+        return self._acl_state(view)
+
+    @rpc
+    def GetDocumentAcl(self, request: Any, context: grpc.ServicerContext) -> Any:
         require_admin(self.services.identity(context))
-        _, acl = self.services.app.admin.set_acl(
-            request.document_id, request.acl.allow, request.acl.deny, request.store_id or None
-        )
-        common = self.services.stubs.common
-        return self.services.stubs.indexing.SetDocumentAclResponse(
-            acl=common.Acl(allow=sorted(acl.allow), deny=sorted(acl.deny))
-        )
+        view = self.services.app.admin_without_index().acl_view(request.document_id, request.store_id or None)
+        return self._acl_state(view)
+
+    @rpc
+    def ResetDocumentAcl(self, request: Any, context: grpc.ServicerContext) -> Any:
+        require_admin(self.services.identity(context))
+        return self._acl_state(self.services.app.admin.reset_acl(request.document_id, request.store_id or None))
 
     @rpc
     def BulkUpsert(self, request_iterator: Iterator[Any], context: grpc.ServicerContext) -> Any:

@@ -26,9 +26,12 @@ class Caller:
     def principal(self) -> str:
         return user_principal(self.user_id)
 
-    def principals(self, directory: GroupDirectory) -> frozenset[str]:
-        """The caller's principal set: user, transitive groups, token groups, everyone."""
-        return expand_principals(self.principal, directory.memberships(), self.asserted_groups)
+    def principals(self, directory: GroupDirectory, store_id: str | None = None) -> frozenset[str]:
+        """The caller's principal set: user, transitive groups, token groups, everyone.
+
+        With ``store_id``, groups of that store's own manifest count too (never another store's).
+        """
+        return expand_principals(self.principal, directory.memberships(store_id), self.asserted_groups)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,14 +11,19 @@ from typing import Any
 from acl.model import Acl
 from service.domain import DocumentRecord, Store
 
-ADMIN_ORIGIN = "admin"
+#: The scope of a membership that holds in every store (admin changes, a directory sync).
+GLOBAL_SCOPE = ""
+ADMIN_SOURCE = "admin"
+MANIFEST_SOURCE = "manifest"
 
 
 class SettingsRepository(ABC):
     """Everything DocQA keeps in its SQL settings database.
 
     It is also the default authoritative ``PermissionSource`` (``acls``) and
-    ``GroupDirectory`` (``memberships``).
+    ``GroupDirectory`` (``memberships``). Only ``service.access`` calls the
+    methods that write ACL or membership rows (``save_document`` included: it
+    records the document's ingested ACL).
     """
 
     # stores -----------------------------------------------------------------
@@ -55,37 +60,62 @@ class SettingsRepository(ABC):
     def delete_document(self, store_id: str, document_id: str) -> bool:
         """Remove a document and its ACL; False if it did not exist."""
 
-    # the authoritative ACL ----------------------------------------------------
+    # the authoritative ACL (written only through service.access) ------------------------
     @abstractmethod
-    def acls(self, store_id: str, document_ids: Iterable[str]) -> Mapping[str, Acl]: ...
+    def acls(self, store_id: str, document_ids: Iterable[str]) -> Mapping[str, Acl]:
+        """The effective ACL of each known document: the admin override if any, else the ingested one."""
 
     @abstractmethod
-    def set_acl(self, store_id: str, document_id: str, acl: Acl) -> None:
-        """Replace a document's ACL; NotFound if the document is unknown."""
+    def set_ingested_acl(self, store_id: str, document_id: str, acl: Acl) -> None:
+        """Replace the ACL the document's source gave it; NotFound if the document is unknown."""
+
+    @abstractmethod
+    def acl_overrides(self, store_id: str, document_ids: Iterable[str]) -> Mapping[str, AclOverride]:
+        """The admin override of each document that has one (whether the document exists or not)."""
+
+    @abstractmethod
+    def put_acl_override(self, store_id: str, document_id: str, override: AclOverride) -> None:
+        """Make ``override`` the document's ACL until it is deleted; no re-index touches it."""
+
+    @abstractmethod
+    def delete_acl_override(self, store_id: str, document_id: str) -> bool:
+        """Hand the document back to its source; False if it had no override."""
 
     @abstractmethod
     def mark_for_reindex(self, store_id: str, document_id: str) -> None:
         """Forget the document's indexed content hash, so the next run re-indexes it."""
 
-    # the group directory ---------------------------------------------------------
+    # the group directory (written only through service.access) -----------------------------
     @abstractmethod
-    def memberships(self) -> Mapping[str, frozenset[str]]: ...
+    def memberships(self, store_id: str | None = None) -> Mapping[str, frozenset[str]]:
+        """Map every member to its groups: global rows, plus ``store_id``'s manifest rows, minus tombstones."""
 
     @abstractmethod
-    def group_members(self) -> Mapping[str, frozenset[str]]:
-        """Map every group to its direct members."""
+    def group_members(self, store_id: str | None = None) -> Mapping[str, frozenset[str]]:
+        """Map every group to its direct members, by the same rule as ``memberships``."""
 
     @abstractmethod
-    def add_member(self, group: str, member: str, origin: str = ADMIN_ORIGIN) -> bool:
-        """Add a direct membership; False if it was already there."""
+    def membership_records(self) -> list[Membership]:
+        """Every membership row with its provenance, tombstoned ones included."""
 
     @abstractmethod
-    def remove_member(self, group: str, member: str) -> bool:
-        """Remove a direct membership whatever its origin; False if absent."""
+    def tombstones(self) -> list[Tombstone]: ...
 
     @abstractmethod
-    def replace_groups(self, groups: Mapping[str, Iterable[str]], origin: str) -> None:
-        """Make ``groups`` the exact memberships of ``origin`` (e.g. one manifest)."""
+    def add_admin_membership(self, membership: Membership) -> bool:
+        """Lift any tombstone of the pair and add the admin row; False if it was already so."""
+
+    @abstractmethod
+    def tombstone_membership(self, tombstone: Tombstone) -> bool:
+        """Record the tombstone and delete the pair's admin rows; False if the pair has no row at all."""
+
+    @abstractmethod
+    def release_membership(self, group: str, member: str) -> bool:
+        """Delete the pair's tombstone and admin rows; False if there were none."""
+
+    @abstractmethod
+    def replace_memberships(self, groups: Mapping[str, Iterable[str]], *, scope: str, source: str) -> None:
+        """Make ``groups`` the exact rows of (``scope``, ``source``), e.g. one store's manifest."""
 
     # the query audit trail --------------------------------------------------------
     @abstractmethod
@@ -112,3 +142,39 @@ class AuditRecord:
     outcome: str
     interface: str
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AclOverride:
+    """An administrator's ACL for one document: it wins over the source's until reset."""
+
+    acl: Acl
+    changed_by: str
+    changed_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    """One direct membership and where it came from.
+
+    ``scope`` is ``GLOBAL_SCOPE`` for the global directory (admin changes, a
+    directory sync) or the id of the store whose manifest defines it; ``source``
+    is ``"admin"``, ``"manifest"`` or the name of a directory sync.
+    """
+
+    group: str
+    member: str
+    scope: str
+    source: str
+    changed_by: str | None = None
+    changed_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    """An administrator's removal of (group, member): no manifest or sync row of the pair counts."""
+
+    group: str
+    member: str
+    removed_by: str
+    removed_at: datetime

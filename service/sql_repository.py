@@ -25,20 +25,20 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import IntegrityError, OperationalError
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
 from acl.errors import InvalidArgument, NotFound, Unavailable
-from acl.model import Acl, validate_principal
+from acl.model import Acl
 from indexer.private_files import private_file
 from service.domain import DocumentRecord, Store
-from service.repository import ADMIN_ORIGIN, AuditRecord, SettingsRepository
+from service.repository import AuditRecord, SettingsRepository
+from service.sql_access import AclRow, SqlAccessRows, read_acls, write_ingested_acl
+from service.sql_base import Base
+
+__all__ = ["Base", "SqlSettingsRepository", "make_engine"]
 
 _BATCH = 500  # ids per IN (...) clause
 log = logging.getLogger("docqa.sql_repository")
-
-
-class Base(DeclarativeBase):
-    pass
 
 
 class StoreRow(Base):
@@ -66,24 +66,6 @@ class DocumentRow(Base):
     chunk_count: Mapped[int] = mapped_column(Integer)
     indexed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     __table_args__ = (ForeignKeyConstraint(["store_id"], ["stores.id"], ondelete="CASCADE"),)
-
-
-class AclRow(Base):
-    __tablename__ = "document_acl"
-    store_id: Mapped[str] = mapped_column(String(63), primary_key=True)
-    document_id: Mapped[str] = mapped_column(String(1000), primary_key=True)
-    principal: Mapped[str] = mapped_column(String(210), primary_key=True)
-    effect: Mapped[str] = mapped_column(String(5), primary_key=True)  # allow | deny
-    __table_args__ = (
-        ForeignKeyConstraint(["store_id", "document_id"], ["documents.store_id", "documents.id"], ondelete="CASCADE"),
-    )
-
-
-class MembershipRow(Base):
-    __tablename__ = "group_members"
-    group: Mapped[str] = mapped_column(String(210), primary_key=True)
-    member: Mapped[str] = mapped_column(String(210), primary_key=True)
-    origin: Mapped[str] = mapped_column(String(300), primary_key=True)
 
 
 def make_engine(url: str) -> Engine:
@@ -129,7 +111,7 @@ _STORE_FIELDS = frozenset(
 )
 
 
-class SqlSettingsRepository(SettingsRepository):
+class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
     """Settings in any SQL database SQLAlchemy speaks."""
 
     def __init__(self, engine: Engine, *, create: bool = True) -> None:
@@ -209,7 +191,7 @@ class SqlSettingsRepository(SettingsRepository):
             row = s.get(DocumentRow, (store_id, document_id))
             if row is None:
                 return None
-            acl = self._acls(s, store_id, [document_id]).get(document_id, Acl())
+            acl = read_acls(s, store_id, [document_id], AclRow).get(document_id, Acl())
             return self._document(row, acl, with_text=True)
 
     def list_documents(self, store_id: str, origin: str | None = None) -> list[DocumentRecord]:
@@ -218,7 +200,7 @@ class SqlSettingsRepository(SettingsRepository):
             if origin is not None:
                 query = query.where(DocumentRow.origin == origin)
             rows = list(s.scalars(query.order_by(DocumentRow.id)).all())
-            acls = self._acls(s, store_id, [r.id for r in rows])
+            acls = read_acls(s, store_id, [r.id for r in rows], AclRow)
             return [self._document(r, acls.get(r.id, Acl()), with_text=False) for r in rows]
 
     def document_count(self, store_id: str) -> int:
@@ -259,7 +241,7 @@ class SqlSettingsRepository(SettingsRepository):
                 )
             )
             s.flush()
-            self._write_acl(s, document.store_id, document.id, document.acl)
+            write_ingested_acl(s, document.store_id, document.id, document.acl)
 
     def delete_document(self, store_id: str, document_id: str) -> bool:
         with self._session() as s:
@@ -271,86 +253,30 @@ class SqlSettingsRepository(SettingsRepository):
 
     # the authoritative ACL ----------------------------------------------------
     def acls(self, store_id: str, document_ids: Iterable[str]) -> Mapping[str, Acl]:
+        wanted = list(dict.fromkeys(document_ids))
         with self._session() as s:
-            return self._acls(s, store_id, list(document_ids), only_existing=True)
-
-    def _acls(
-        self, s: Session, store_id: str, document_ids: list[str], *, only_existing: bool = False
-    ) -> dict[str, Acl]:
-        allow: dict[str, set[str]] = {}
-        deny: dict[str, set[str]] = {}
-        existing: set[str] = set(document_ids)
-        for i in range(0, len(document_ids), _BATCH):
-            batch = document_ids[i : i + _BATCH]
-            if only_existing:
-                present = s.scalars(
-                    select(DocumentRow.id).where(DocumentRow.store_id == store_id, DocumentRow.id.in_(batch))
+            existing: set[str] = set()
+            for i in range(0, len(wanted), _BATCH):
+                batch = wanted[i : i + _BATCH]
+                existing.update(
+                    s.scalars(select(DocumentRow.id).where(DocumentRow.store_id == store_id, DocumentRow.id.in_(batch)))
                 )
-                existing.difference_update(set(batch) - set(present))
-            rows = s.execute(
-                select(AclRow.document_id, AclRow.principal, AclRow.effect).where(
-                    AclRow.store_id == store_id, AclRow.document_id.in_(batch)
-                )
-            )
-            for document_id, principal, effect in rows:
-                (allow if effect == "allow" else deny).setdefault(document_id, set()).add(principal)
-        return {d: Acl(frozenset(allow.get(d, ())), frozenset(deny.get(d, ()))) for d in existing}
+            present = [d for d in wanted if d in existing]
+            ingested = read_acls(s, store_id, present, AclRow)
+            overrides = self._overrides(s, store_id, present)
+        return {d: overrides[d].acl if d in overrides else ingested.get(d, Acl()) for d in present}
 
-    def set_acl(self, store_id: str, document_id: str, acl: Acl) -> None:
+    def set_ingested_acl(self, store_id: str, document_id: str, acl: Acl) -> None:
         with self._session() as s:
             if s.get(DocumentRow, (store_id, document_id)) is None:
                 raise NotFound(f"document {document_id!r} not found in store {store_id!r}")
-            self._write_acl(s, store_id, document_id, acl)
+            write_ingested_acl(s, store_id, document_id, acl)
 
     def mark_for_reindex(self, store_id: str, document_id: str) -> None:
         with self._session() as s:
             row = s.get(DocumentRow, (store_id, document_id))
             if row is not None:
                 row.content_hash = ""
-
-    @staticmethod
-    def _write_acl(s: Session, store_id: str, document_id: str, acl: Acl) -> None:
-        s.execute(delete(AclRow).where(AclRow.store_id == store_id, AclRow.document_id == document_id))
-        s.add_all(
-            [AclRow(store_id=store_id, document_id=document_id, principal=p, effect="allow") for p in acl.allow]
-            + [AclRow(store_id=store_id, document_id=document_id, principal=p, effect="deny") for p in acl.deny]
-        )
-
-    # the group directory ---------------------------------------------------------
-    def memberships(self) -> Mapping[str, frozenset[str]]:
-        parents: dict[str, set[str]] = {}
-        with self._session() as s:
-            for group, member in s.execute(select(MembershipRow.group, MembershipRow.member)):
-                parents.setdefault(member, set()).add(group)
-        return {m: frozenset(g) for m, g in parents.items()}
-
-    def group_members(self) -> Mapping[str, frozenset[str]]:
-        members: dict[str, set[str]] = {}
-        with self._session() as s:
-            for group, member in s.execute(select(MembershipRow.group, MembershipRow.member)):
-                members.setdefault(group, set()).add(member)
-        return {g: frozenset(m) for g, m in members.items()}
-
-    def add_member(self, group: str, member: str, origin: str = ADMIN_ORIGIN) -> bool:
-        group, member = _group(group), validate_principal(member)
-        with self._session() as s:
-            if s.get(MembershipRow, (group, member, origin)) is not None:
-                return False
-            s.add(MembershipRow(group=group, member=member, origin=origin))
-            return True
-
-    def remove_member(self, group: str, member: str) -> bool:
-        with self._session() as s:
-            result = s.execute(
-                delete(MembershipRow).where(MembershipRow.group == group, MembershipRow.member == member)
-            )
-            return bool(result.rowcount)  # type: ignore[attr-defined]
-
-    def replace_groups(self, groups: Mapping[str, Iterable[str]], origin: str) -> None:
-        rows = {(_group(g), validate_principal(m)) for g, members in groups.items() for m in members}
-        with self._session() as s:
-            s.execute(delete(MembershipRow).where(MembershipRow.origin == origin))
-            s.add_all([MembershipRow(group=g, member=m, origin=origin) for g, m in sorted(rows)])
 
     # the query audit trail (appended with the gRPC/GraphQL servers) ---------------------
     def record_audit(self, record: AuditRecord) -> None:
@@ -377,13 +303,6 @@ class SqlSettingsRepository(SettingsRepository):
             query = query.where(AuditRow.user_id == user_id)
         with self._session() as s:
             return [_audit(row) for row in s.scalars(query)]
-
-
-def _group(principal: str) -> str:
-    validate_principal(principal)
-    if not principal.startswith("group:"):
-        raise InvalidArgument(f"{principal!r} is not a group: groups are 'group:<id>'")
-    return principal
 
 
 # ---------------------------------------------------------------------------- the audit table

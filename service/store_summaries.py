@@ -22,19 +22,19 @@ from service.repository import SettingsRepository
 
 @dataclass(frozen=True, slots=True)
 class Viewer:
-    """Whose view a listing is: a principal set, and whether it has the admin role."""
+    """Whose view a listing is: a caller (None for the administrator's own view), and the admin role."""
 
-    principals: frozenset[str]
+    caller: Caller | None
     is_admin: bool
 
     @classmethod
-    def of(cls, caller: Caller, repository: SettingsRepository) -> Viewer:
-        """The viewer of a verified caller (principals from the token and the directory)."""
-        return cls(caller.principals(repository), caller.is_admin)
+    def of(cls, caller: Caller) -> Viewer:
+        """The viewer of a verified caller (principals from the token and the directory, per store)."""
+        return cls(caller, caller.is_admin)
 
 
 #: The administrator's own view (the CLI on the server).
-ADMIN = Viewer(frozenset(), is_admin=True)
+ADMIN = Viewer(None, is_admin=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,9 +85,11 @@ class StoreSummaries:
 
     def _summary(self, store: Store, viewer: Viewer) -> StoreSummary | None:
         documents = self._repo.list_documents(store.id)
-        if viewer.is_admin:
+        if viewer.is_admin or viewer.caller is None:
             return StoreSummary(store, len(documents), sum(d.chunk_count for d in documents))
-        readable = self._checker.readable(store.id, viewer.principals, [d.id for d in documents])
+        # A store's own manifest groups count for its documents only, as in every query.
+        principals = viewer.caller.principals(self._repo, store.id)
+        readable = self._checker.readable(store.id, principals, [d.id for d in documents])
         if not readable:
             return None
         seen = [d for d in documents if d.id in readable]

@@ -17,8 +17,10 @@ DOCQA = [sys.executable, "-m", "service.cli"]
 QUESTION = "What was the revenue in the third quarter?"
 
 
-def run(data_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DOCQA_DATA_DIR": str(data_dir)}
+def run(
+    data_dir: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DOCQA_DATA_DIR": str(data_dir), **(env or {})}
     env.pop("DOCQA_CONFIG", None)
     result = subprocess.run(
         [*DOCQA, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300, check=False
@@ -125,11 +127,11 @@ def test_revocation_and_group_change_apply_on_the_next_query(data_dir: Path) -> 
     assert any(c["document_id"].startswith("finance/") for c in ask(data_dir, "carol")["chunks"])
     run(data_dir, "groups", "remove-member", "auditors", "user:carol")
     assert not any(c["document_id"].startswith("finance/") for c in ask(data_dir, "carol")["chunks"])
-    run(data_dir, "groups", "add-member", "auditors", "user:carol")
+    run(data_dir, "groups", "reset", "auditors", "user:carol")  # back to the manifest's membership
     run(data_dir, "acl", "set", "finance/q3-results.md", "--allow", "user:carol")
     assert not any(c["document_id"] == "finance/q3-results.md" for c in ask(data_dir, "alice")["chunks"])
     assert any(c["document_id"] == "finance/q3-results.md" for c in ask(data_dir, "carol")["chunks"])
-    run(data_dir, "acl", "set", "finance/q3-results.md", "--allow", "group:finance", "--deny", "user:mallory")
+    run(data_dir, "acl", "reset", "finance/q3-results.md")  # back to the manifest's ACL
 
 
 def test_stores_lists_counts_without_loading_the_model(data_dir: Path) -> None:

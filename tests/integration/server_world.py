@@ -51,7 +51,7 @@ def build_world(data_dir: Path, *, generator: Generator | None = None, **auth: o
             title=document_id.title(),
             source_uri=f"cms://{document_id}",
         )
-    app.repository.add_member("group:hr", "user:alice")
+    app.admin_without_index().add_member("group:hr", "user:alice", "test")
     return app
 
 

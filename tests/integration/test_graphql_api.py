@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from acl.model import Acl
+from service.access import AccessState
 from service.bootstrap import App
 from service.graphql_app import HttpServer, start_http
 from service.graphql_schema import GraphQLServices, build_schema
@@ -189,11 +190,12 @@ def test_graphiql_health_and_metrics(server: Any) -> None:
     assert httpx.get(f"{base}/readyz", timeout=10).json() == {"status": "ready"}
     app = server[0]
     # A revocation not yet in the index: the search still finds the handbook, the access check drops it.
-    app.repository.set_acl(STORE, "handbook", Acl.of(["user:zed"]))
+    access = AccessState(app.repository)  # without the index: its copy stays stale on purpose
+    access.override_acl(STORE, "handbook", Acl.of(["user:zed"]), "test")
     try:
         revoked = _post(server, ASK, {"store": STORE, "q": QUESTION, "level": 0.0}, "carol")["data"]["vectorQuery"]
     finally:
-        app.repository.set_acl(STORE, "handbook", Acl.of(["group:everyone"]))
+        access.reset_acl(STORE, "handbook")
     assert revoked["chunks"] == [] and revoked["noRelevantDocument"]
     metrics = httpx.get(f"{base}/metrics", timeout=10).text
     assert 'docqa_requests_total{code="OK",interface="graphql",method="vectorQuery"}' in metrics
@@ -228,3 +230,46 @@ def test_readyz_fails_while_the_index_cannot_serve(server: Any, monkeypatch: pyt
     assert reply.json() == {"status": "unavailable", "failing": "settings database"}
     monkeypatch.undo()
     assert httpx.get(ready, timeout=10).json() == {"status": "ready"}
+
+
+ACL_STATE = "storeId documentId allow deny source changedBy changedAt sourceAcl { allow deny }"
+
+
+def test_admin_acl_override_with_provenance_then_reset(server: Any) -> None:
+    variables = {"store": STORE, "q": QUESTION, "level": 0.0}
+    before = {c["documentId"] for c in _post(server, ASK, variables, "bob")["data"]["vectorQuery"]["chunks"]}
+    assert "handbook" in before
+    set_acl = f"""mutation($d: String!) {{ setDocumentAcl(documentId: $d, allow: ["user:zed"]) {{ {ACL_STATE} }} }}"""
+    refused = _post(server, set_acl, {"d": "handbook"}, "bob")
+    assert _codes(refused) == ["FORBIDDEN"]
+    state = _post(server, set_acl, {"d": "handbook"}, "root", admin=True)["data"]["setDocumentAcl"]
+    assert state["source"] == "admin" and state["allow"] == ["user:zed"] and state["changedBy"] == "graphql:root"
+    assert state["sourceAcl"] == {"allow": ["group:everyone"], "deny": []}
+    after = {c["documentId"] for c in _post(server, ASK, variables, "bob")["data"]["vectorQuery"]["chunks"]}
+    assert "handbook" not in after
+    shown = _post(
+        server, f'query {{ documentAcl(documentId: "handbook") {{ {ACL_STATE} }} }}', None, "root", admin=True
+    )["data"]["documentAcl"]
+    assert shown == state
+    reset = f'mutation {{ resetDocumentAcl(documentId: "handbook") {{ {ACL_STATE} }} }}'
+    back = _post(server, reset, None, "root", admin=True)["data"]["resetDocumentAcl"]
+    assert back["source"] == "api" and back["allow"] == ["group:everyone"] and back["changedBy"] is None
+    assert "handbook" in {
+        c["documentId"] for c in _post(server, ASK, variables, "bob")["data"]["vectorQuery"]["chunks"]
+    }
+
+
+def test_admin_group_changes_are_tombstones_until_reset(server: Any) -> None:
+    variables = {"store": STORE, "q": QUESTION, "level": 0.0}
+
+    def alice() -> set[str]:
+        return {c["documentId"] for c in _post(server, ASK, variables, "alice")["data"]["vectorQuery"]["chunks"]}
+
+    assert "executive-pay" in alice()  # alice is in group:hr (an admin membership)
+    remove = 'mutation { removeGroupMember(group: "hr", member: "user:alice") }'
+    assert _codes(_post(server, remove, None, "bob")) == ["FORBIDDEN"]
+    assert _post(server, remove, None, "root", admin=True)["data"]["removeGroupMember"] is True
+    assert "executive-pay" not in alice()
+    add = 'mutation { addGroupMember(group: "group:hr", member: "user:alice") }'
+    assert _post(server, add, None, "root", admin=True)["data"]["addGroupMember"] is True
+    assert "executive-pay" in alice()

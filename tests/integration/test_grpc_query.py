@@ -251,6 +251,29 @@ def test_store_listings_and_settings_per_caller(world: Any, stubs: Stubs) -> Non
     assert hidden.details().replace(VAULT, "X") == unknown.details().replace("nope", "X")
 
 
+def test_admin_group_removal_is_a_tombstone_until_reset(world: Any, stubs: Stubs) -> None:
+    app, admin = world[0], _admin(world, stubs)
+    request = stubs.query.VectorQueryRequest(store_id=STORE, question=QUESTION, level=0.0)
+
+    def alice() -> set[str]:
+        return {c.document_id for c in _query(world, stubs).VectorQuery(request, metadata=bearer(app, "alice")).chunks}
+
+    pair = stubs.admin.GroupMemberRequest(group="hr", member="user:alice")
+    assert (
+        _code(lambda: admin.RemoveGroupMember(pair, metadata=bearer(app, "alice"))) == grpc.StatusCode.PERMISSION_DENIED
+    )
+    root = bearer(app, "root", admin=True)
+    assert admin.RemoveGroupMember(pair, metadata=root).changed
+    assert "executive-pay" not in alice()
+    [view] = [v for v in app.admin_without_index().membership_views() if v.member == "user:alice"]
+    assert view.tombstone is not None and view.tombstone.removed_by == "grpc:root"
+    assert admin.ResetGroupMember(pair, metadata=root).changed  # back to the manifests: none has alice
+    assert "executive-pay" not in alice()
+    assert _code(lambda: admin.ResetGroupMember(pair, metadata=root)) == grpc.StatusCode.NOT_FOUND
+    assert admin.AddGroupMember(pair, metadata=root).changed
+    assert "executive-pay" in alice()
+
+
 def test_audit_entries_are_per_user_unless_admin(world: Any, stubs: Stubs) -> None:
     app = world[0]
     service = _query(world, stubs)

@@ -88,11 +88,33 @@ def test_indexing_service(world: Any, stubs: Stubs) -> None:
     with pytest.raises(grpc.RpcError) as info:
         query.DocumentQuery(ask, metadata=bearer(app, "bob"))
     assert info.value.code() == grpc.StatusCode.NOT_FOUND
-    indexing.SetDocumentAcl(
+    state = indexing.SetDocumentAcl(
         stubs.indexing.SetDocumentAclRequest(store_id=STORE, document_id="pushed", acl=acl(allow=["user:bob"])),
         metadata=admin,
     )
+    assert list(state.acl.allow) == ["user:bob"] and state.source == "admin" and state.store_id == STORE
+    assert state.changed_by == "grpc:cms-plugin" and state.changed_at
+    assert list(state.source_acl.allow) == ["user:carol"]
     assert query.DocumentQuery(ask, metadata=bearer(app, "bob")).chunks
+    # The content system pushes the document again with its own ACL: the admin's override stays in force.
+    repush = up(store_id=STORE, document_id="pushed", text=doc.text, acl=acl(allow=["user:carol", "user:dan"]))
+    assert indexing.UpsertDocument(repush, metadata=admin).outcome == "acl_updated"
+    assert query.DocumentQuery(ask, metadata=bearer(app, "bob")).chunks
+    with pytest.raises(grpc.RpcError) as info:
+        query.DocumentQuery(ask, metadata=bearer(app, "carol"))
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND
+    where = stubs.indexing.GetDocumentAclRequest(store_id=STORE, document_id="pushed")
+    shown = indexing.GetDocumentAcl(where, metadata=admin)
+    assert shown.source == "admin" and list(shown.source_acl.allow) == ["user:carol", "user:dan"]
+    with pytest.raises(grpc.RpcError) as info:
+        indexing.GetDocumentAcl(where, metadata=bearer(app, "carol"))
+    assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    reset = indexing.ResetDocumentAcl(stubs.indexing.ResetDocumentAclRequest(document_id="pushed"), metadata=admin)
+    assert reset.source == "api" and list(reset.acl.allow) == ["user:carol", "user:dan"] and not reset.changed_by
+    assert query.DocumentQuery(ask, metadata=bearer(app, "carol")).chunks
+    with pytest.raises(grpc.RpcError) as info:
+        query.DocumentQuery(ask, metadata=bearer(app, "bob"))
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND
     html = up(
         store_id=STORE,
         document_id="pushed-html",

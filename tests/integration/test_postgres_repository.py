@@ -28,7 +28,7 @@ from service.cli import main
 from service.domain import Store
 from service.engine import QueryEngine
 from service.queries import Caller, VectorQuery
-from service.repository import AuditRecord
+from service.repository import AclOverride, AuditRecord, Membership, Tombstone
 from service.sql_repository import Base, SqlSettingsRepository, make_engine
 from tests.fakes import FakeIndex
 from tests.fakes_service import FakeEmbedder, RecordingGenerator
@@ -123,14 +123,49 @@ def test_database_made_before_migrations_is_adopted(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'old.sqlite'}"
     engine = make_engine(url)
     try:
-        Base.metadata.create_all(engine)  # what releases before migrations did
+        schema.upgrade(engine, "0001")  # the tables releases before migrations made with create_all
         with engine.begin() as connection:
+            connection.execute(text("DROP TABLE alembic_version"))
             connection.execute(text("INSERT INTO group_members VALUES ('group:g', 'user:a', 'admin')"))
     finally:
         engine.dispose()
     repository = SqlSettingsRepository.from_url(url)
     try:
         assert repository.group_members() == {"group:g": frozenset({"user:a"})}
+    finally:
+        repository.close()
+
+
+def test_upgrade_from_0001_keeps_memberships_by_origin(database_url: str) -> None:
+    """0001's memberships become global admin rows, store-scoped manifest rows, or global sync rows."""
+    engine = make_engine(database_url)
+    try:
+        schema.upgrade(engine, "0001")
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO stores VALUES ('a', 'A', 'fake', 0.5, 0.1, 0.6, 4, 'x', 't')"))
+            for row in (
+                "('group:finance', 'user:alice', 'admin')",
+                "('group:finance', 'user:mallory', 'manifest:a:/srv/a')",
+                "('group:finance', 'user:bob', 'manifest:b:/srv/b')",
+                "('group:ops', 'user:olga', 'ldap')",
+            ):
+                connection.execute(text(f"INSERT INTO group_members VALUES {row}"))
+        assert schema.upgrade(engine) == schema.head_revision()
+    finally:
+        engine.dispose()
+    repository = SqlSettingsRepository.from_url(database_url)
+    try:
+        rows = {(m.group, m.member, m.scope, m.source) for m in repository.membership_records()}
+        assert rows == {
+            ("group:finance", "user:alice", "", "admin"),
+            ("group:finance", "user:mallory", "a", "manifest"),
+            ("group:finance", "user:bob", "b", "manifest"),
+            ("group:ops", "user:olga", "", "ldap"),
+        }
+        # store b's manifest no longer grants store a's documents (issue 13)
+        assert "user:bob" not in repository.memberships("a")
+        assert repository.memberships("a")["user:mallory"] == frozenset({"group:finance"})
+        assert repository.memberships()["user:olga"] == frozenset({"group:ops"})
     finally:
         repository.close()
 
@@ -149,14 +184,28 @@ def test_repository_round_trip(repo: SqlSettingsRepository) -> None:
     assert repo.acls("s", ["d1", "absent"]) == {"d1": acl}
     got = repo.get_document("s", "d1")
     assert got is not None and got.text == "text one" and got.acl == acl
-    repo.set_acl("s", "d1", Acl(frozenset({"user:alice"})))
+    repo.set_ingested_acl("s", "d1", Acl(frozenset({"user:alice"})))
     assert repo.acls("s", ["d1"])["d1"].allow == frozenset({"user:alice"})
     assert repo.document_count("s") == 1
+    now = datetime.now(UTC)
+    repo.put_acl_override("s", "d1", AclOverride(Acl.of(["user:zed"], ["user:eve"]), "cli:root", now))
+    assert repo.acls("s", ["d1"]) == {"d1": Acl.of(["user:zed"], ["user:eve"])}
+    assert repo.acl_overrides("s", ["d1"])["d1"] == AclOverride(Acl.of(["user:zed"], ["user:eve"]), "cli:root", now)
+    assert repo.get_document("s", "d1").acl == Acl.of(["user:alice"])  # type: ignore[union-attr]
+    assert repo.delete_acl_override("s", "d1") and not repo.delete_acl_override("s", "d1")
+    assert repo.acls("s", ["d1"])["d1"] == Acl.of(["user:alice"])
 
-    assert repo.add_member("group:finance", "user:alice")
-    assert not repo.add_member("group:finance", "user:alice")
-    repo.replace_groups({"group:ops": ["user:bob"]}, origin="ldap")
+    assert repo.add_admin_membership(Membership("group:finance", "user:alice", "", "admin", "cli:root", now))
+    assert not repo.add_admin_membership(Membership("group:finance", "user:alice", "", "admin", "cli:root", now))
+    repo.replace_memberships({"group:ops": ["user:bob"]}, scope="", source="ldap")
+    repo.replace_memberships({"group:finance": ["user:mallory"]}, scope="s", source="manifest")
     assert repo.memberships() == {"user:alice": frozenset({"group:finance"}), "user:bob": frozenset({"group:ops"})}
+    assert repo.memberships("s")["user:mallory"] == frozenset({"group:finance"})
+    assert repo.tombstone_membership(Tombstone("group:finance", "user:mallory", "cli:root", now))
+    assert "user:mallory" not in repo.memberships("s")
+    assert repo.tombstones() == [Tombstone("group:finance", "user:mallory", "cli:root", now)]
+    assert repo.release_membership("group:finance", "user:mallory")
+    assert repo.memberships("s")["user:mallory"] == frozenset({"group:finance"})
 
     record = AuditRecord(
         "q1", "alice", "s", "VectorQuery", ("d1",), ("d1#0",), 0.35, {"total": 1.5}, "ok", "grpc", datetime.now(UTC)

@@ -217,7 +217,7 @@ def test_budget_leaves_out_the_lowest_chunks_so_the_model_accepts_the_prompt(sta
 
 def test_the_prompt_sent_holds_only_chunks_the_caller_can_read(standin: StandIn, make: Any) -> None:
     w = make_world()
-    w.repo.add_member("group:finance", "user:alice")
+    w.access.add_member("group:finance", "user:alice", "test")
     w.add("q3.md", ["Revenue in the third quarter was 48 million euros."], Acl.of(["group:finance"]))
     w.add("memo.md", ["Revenue targets for the third quarter were shared with all staff."], Acl.of(["group:everyone"]))
     engine = QueryEngine(repository=w.repo, index=w.index, embedder_for=lambda _: w.embedder, generator=make())

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from acl.model import Acl
 from indexer.documents import DocumentRecord
 from indexer.index import ChunkRecord, Index, StoreSpec
+from service.access import AccessState
 from service.domain import Store
 from service.engine import QueryEngine
 from service.queries import Answer, Caller, Query
@@ -25,6 +26,7 @@ class World:
     embedder: FakeEmbedder
     generator: RecordingGenerator
     engine: QueryEngine
+    access: AccessState
     docs: dict[str, list[str]] = field(default_factory=dict)
 
     def add(self, document_id: str, paragraphs: Iterable[str], acl: Acl, *, index_acl: Acl | None = None) -> None:
@@ -85,4 +87,5 @@ def make_world(
     index.ensure(StoreSpec(STORE, dimension))
     generator = RecordingGenerator(context_tokens=context_tokens)
     engine = QueryEngine(repository=repo, index=index, embedder_for=lambda _: embedder, generator=generator)
-    return World(repo, index, embedder, generator, engine)
+    # The access state without the index: an admin change here leaves the index copy stale on purpose.
+    return World(repo, index, embedder, generator, engine, AccessState(repo))

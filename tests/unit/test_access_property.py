@@ -82,18 +82,19 @@ def test_no_unreadable_chunk_reaches_caller_or_generator(
 ) -> None:
     world = make_world(max_chunks=50)
     for group, member in edges:
-        world.repo.add_member(group, member)
+        world.access.add_member(group, member, "test")
     for document_id, acl in zip(DOCS, doc_acls, strict=True):
         world.add(document_id, [f"{document_id} secret alpha", f"{document_id} secret beta"], acl)
     reference = Reference(set(edges), dict(zip(DOCS, doc_acls, strict=True)))
     index_in_sync = True
     for op, target, value in ops:
         if op == "remove_member":
-            world.repo.remove_member(target, str(value))
+            if (target, str(value)) in reference.edges:
+                world.access.remove_member(target, str(value), "test")
             reference.edges.discard((target, str(value)))
         else:
             assert isinstance(value, Acl)
-            world.repo.set_acl(STORE, target, value)
+            world.access.override_acl(STORE, target, value, "test")
             reference.acls[target] = value
             if op == "acl_both":
                 world.index.set_document_acl(STORE, target, value)

@@ -24,10 +24,10 @@ EVERYONE = Acl.of(["group:everyone"])
 @pytest.fixture
 def world() -> World:
     w = make_world()
-    w.repo.add_member("group:finance", "user:alice")
-    w.repo.add_member("group:finance", "user:mallory")
-    w.repo.add_member("group:finance", "group:auditors")
-    w.repo.add_member("group:auditors", "user:carol")
+    w.access.add_member("group:finance", "user:alice", "test")
+    w.access.add_member("group:finance", "user:mallory", "test")
+    w.access.add_member("group:finance", "group:auditors", "test")
+    w.access.add_member("group:auditors", "user:carol", "test")
     w.add(
         "q3.md",
         ["Revenue in the third quarter was 48 million euros.", "Operating costs rose because of the new data centre."],
@@ -115,14 +115,14 @@ def test_unreadable_document_is_indistinguishable_from_missing(world: World) -> 
 
 def test_revocation_in_the_authoritative_acl_hides_at_once(world: World) -> None:
     assert "q3.md" in docs(world.ask("alice", VectorQuery(STORE, "revenue third quarter", level=0)))
-    world.repo.set_acl(STORE, "q3.md", Acl.of(["user:carol"]))  # index copy left stale on purpose
+    world.access.override_acl(STORE, "q3.md", Acl.of(["user:carol"]), "test")  # index copy left stale on purpose
     answer = world.ask("alice", VectorQuery(STORE, "revenue third quarter", level=0))
     assert "q3.md" not in docs(answer)
     assert all("48 million" not in p.render() for p in world.generator.prompts[-1:])
 
 
 def test_group_removal_hides_at_once(world: World) -> None:
-    world.repo.remove_member("group:auditors", "user:carol")
+    world.access.remove_member("group:auditors", "user:carol", "test")
     assert "q3.md" not in docs(world.ask("carol", VectorQuery(STORE, "revenue third quarter", level=0)))
 
 

@@ -11,6 +11,7 @@ from acl.errors import InvalidArgument
 from acl.model import Acl
 from indexer.index import StoreSpec
 from indexer.pipeline import Ingestor
+from service.access import AccessState
 from service.domain import Store
 from service.sql_repository import SqlSettingsRepository
 from tests.fakes import FakeIndex
@@ -66,7 +67,7 @@ def repo() -> SqlSettingsRepository:
 
 def ingestor(index: FakeIndex, repo: SqlSettingsRepository, embedder: FakeEmbedder) -> Ingestor:
     index.ensure(StoreSpec(STORE, embedder.dimension))
-    return Ingestor(index=index, catalog=repo, embedder=embedder, store_id=STORE)
+    return Ingestor(index=index, catalog=repo, access=AccessState(repo, index), embedder=embedder, store_id=STORE)
 
 
 def chunk_ids(index: FakeIndex) -> list[str]:
@@ -85,7 +86,8 @@ def test_index_then_unchanged_rerun_embeds_nothing(folder: Path, repo: SqlSettin
     assert sorted(report.indexed) == ["finance/q3.md", "guide.txt", "page.html"]
     assert report.skipped == ["notes.xyz"] and report.ok
     assert repo.acls(STORE, ["finance/q3.md"])["finance/q3.md"] == Acl.of(["group:finance"])
-    assert repo.memberships()["user:alice"] == {"group:finance"}
+    assert repo.memberships(STORE)["user:alice"] == {"group:finance"}
+    assert "user:alice" not in repo.memberships()  # a manifest's groups hold in its own store only
     before = embedder.embedded
     again = ingestor(index, repo, embedder).index_folder(folder)
     assert embedder.embedded == before

@@ -174,7 +174,7 @@ def test_removed_folder_takes_its_documents_and_groups_and_nothing_else(
     assert repo.list_documents("a") == [] and index.chunks["a"] == {}
     assert repo.memberships("a") == {"user:carol": frozenset({"group:finance"})}  # the admin's stays
     assert repo.memberships("b")["user:bob"] == {"group:finance"} and len(repo.list_documents("b")) == 2
-    with pytest.raises(InvalidArgument, match="no ACL manifest"):  # an unknown missing path: an error
+    with pytest.raises(InvalidArgument, match="does not exist"):  # an unknown missing path: an error
         ingestor(repo, index, "a").index_folder(tmp_path / "never-was")
 
 

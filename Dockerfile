@@ -13,7 +13,7 @@ WORKDIR /app
 RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
 
 # The project from the source tree. Installed in place (-e) because the gRPC stubs are generated
-# from proto/ next to the service package (service/grpc_stubs.py); they are generated here, at
+# from proto/ next to the service package (service/api/grpc/stubs.py); they are generated here, at
 # build time, so the container can run with a read-only root filesystem.
 COPY pyproject.toml README.md ./
 COPY proto ./proto
@@ -23,7 +23,7 @@ COPY acl ./acl
 COPY indexer ./indexer
 COPY service ./service
 RUN pip install -e . \
- && python -c "from service import grpc_stubs; grpc_stubs.load()" \
+ && python -c "from service.api.grpc import stubs; stubs.load()" \
  && useradd --uid 10001 --user-group --no-create-home docqa \
  && mkdir -p /var/lib/docqa && chown docqa:docqa /var/lib/docqa
 

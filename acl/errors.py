@@ -2,7 +2,7 @@
 
 It lives in ``acl`` because ``acl`` is the bottom layer that every other
 package may import. Entry points map each class to a gRPC status, a GraphQL
-error code and a CLI exit code in one table (``service.errors``). Messages are
+error code and a CLI exit code in one table (``service.api.errors``). Messages are
 written for the caller: they never carry document text, credentials, or a hint
 about documents the caller cannot read.
 """

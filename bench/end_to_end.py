@@ -99,7 +99,7 @@ def prepare_corpus(source: Path, max_files: int, folder: Path) -> tuple[int, int
 
 def index_with_cli(folder: Path, data_dir: Path) -> tuple[float, int, str]:
     cli = Path(sys.executable).with_name("docqa")
-    command = [str(cli)] if cli.exists() else [sys.executable, "-m", "service.cli"]
+    command = [str(cli)] if cli.exists() else [sys.executable, "-m", "service.api.cli"]
     command += ["--data-dir", str(data_dir), "index", str(folder), "--store", STORE, "--quiet"]
     env = dict(os.environ, DOCQA_DATA_DIR=str(data_dir))
     env.pop("DOCQA_CONFIG", None)
@@ -118,7 +118,7 @@ def run_queries(data_dir: Path, rounds: int) -> dict[str, Any]:
     os.environ.pop("DOCQA_CONFIG", None)
     from service.bootstrap import build_app
     from service.config import load_settings
-    from service.queries import Caller, VectorQuery
+    from service.domain.queries import Caller, VectorQuery
 
     app = build_app(load_settings(None))
     started = time.perf_counter()

@@ -29,13 +29,13 @@ import grpc
 from figures import percentiles  # bench/figures.py
 
 from acl.model import Acl
-from service.auth import Identity, mint_token
+from service.api.grpc.server import services_for, start_grpc
+from service.api.grpc.stubs import load
 from service.bootstrap import build_app
 from service.config import Settings
-from service.grpc_server import services_for, start_grpc
-from service.grpc_stubs import load
-from service.metrics import Metrics
-from service.queries import VectorQuery
+from service.domain.queries import VectorQuery
+from service.observability.metrics import Metrics
+from service.security.tokens import Identity, mint_token
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tests.fakes_service
 from tests.fakes_service import FakeEmbedder

@@ -60,7 +60,7 @@ class DocQA:
     def build(self, vectors: Vectors, acls: list[list[str]], corpus: Any, seed: int) -> None:
         import retrieval  # bench/retrieval.py: the same load path (same rows, same ACLs from the same seed)
 
-        from indexer.index.embedded import EmbeddedIndex
+        from indexer.index.embedded.index import EmbeddedIndex
 
         self.index = EmbeddedIndex(None)
         retrieval.load(self.index, corpus, seed)

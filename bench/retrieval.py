@@ -41,9 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from figures import percentiles  # bench/figures.py
 
 from acl.model import Acl
-from indexer.index.embedded import EmbeddedIndex
+from indexer.index.embedded.hnsw import EF_CONSTRUCTION, HnswGraph, M
+from indexer.index.embedded.index import EmbeddedIndex
 from indexer.index.filters import acl_filter
-from indexer.index.hnsw import EF_CONSTRUCTION, HnswGraph, M
 from indexer.index.port import ChunkRecord, StoreSpec
 
 DIM = 384

@@ -23,12 +23,12 @@ if TYPE_CHECKING:
     from acl.checker import AccessChecker
     from indexer.embedder import Embedder
     from indexer.index import Index
-    from service.access import AccessState
-    from service.admin import Admin
-    from service.engine import QueryEngine
-    from service.generator import Generator
-    from service.metrics import Metrics
-    from service.repository import SettingsRepository
+    from service.access.admin import Admin
+    from service.access.state import AccessState
+    from service.generation.port import Generator
+    from service.observability.metrics import Metrics
+    from service.persistence.ports import SettingsRepository
+    from service.query.engine import QueryEngine
 
 EmbedderFactory = Callable[[str], "Embedder"]
 
@@ -51,7 +51,7 @@ class App:
     def repository(self) -> SettingsRepository:
         with self._lock:
             if self._repository is None:
-                from service.sql_repository import SqlSettingsRepository
+                from service.persistence.sql_settings import SqlSettingsRepository
 
                 laptop = self.settings.database.url is None
                 if laptop:
@@ -66,8 +66,8 @@ class App:
         with self._lock:
             if self._index is None and self.settings.index.backend == "opensearch":
                 # opensearch-py is imported only when this backend is configured.
-                from indexer.index.opensearch_index import OpenSearchOptions, connect
-                from indexer.index.opensearch_mapping import HnswSettings
+                from indexer.index.opensearch.index import OpenSearchOptions, connect
+                from indexer.index.opensearch.mapping import HnswSettings
 
                 config = self.settings.index.opensearch
                 if config.url is None:  # pragma: no cover - IndexConfig refuses this
@@ -95,7 +95,7 @@ class App:
                     ),
                 )
             if self._index is None:
-                from indexer.index.embedded import EmbeddedIndex
+                from indexer.index.embedded.index import EmbeddedIndex
 
                 private_dir(self.settings.index_dir)
                 self._index = EmbeddedIndex(self.settings.index_dir)
@@ -106,11 +106,11 @@ class App:
         with self._lock:
             if self._generator is None and self.settings.generator.backend == "watsonx":
                 # Connects (and imports the SDK) on the first answer, not here.
-                from service.watsonx import WatsonxGenerator
+                from service.generation.watsonx import WatsonxGenerator
 
                 self._generator = WatsonxGenerator(self.settings.generator.watsonx)
             if self._generator is None:
-                from service.extractive import ExtractiveGenerator
+                from service.generation.extractive import ExtractiveGenerator
 
                 config = self.settings.generator
                 self._generator = ExtractiveGenerator(
@@ -132,7 +132,7 @@ class App:
         with self._lock:
             if self._generator_checked is not None and time.monotonic() - self._generator_checked[0] < max_age_s:
                 return self._generator_checked[1]
-        from service.watsonx import check
+        from service.generation.watsonx import check
 
         problems = [f"{name}: {detail}" for name, ok, detail in check(self.settings) if not ok]
         with self._lock:
@@ -166,7 +166,8 @@ class App:
 
     def _make_engine(self, index: Index, checker: AccessChecker) -> QueryEngine:
         """A query engine over these adapters with the given index and access checker."""
-        from service.engine import Limits, QueryEngine
+        from service.domain.limits import Limits
+        from service.query.engine import QueryEngine
 
         limits = self.settings.query
         return QueryEngine(
@@ -185,19 +186,19 @@ class App:
     @property
     def access(self) -> AccessState:
         """The one writer of ACLs and memberships, keeping the index copy in line."""
-        from service.access import AccessState
+        from service.access.state import AccessState
 
         return AccessState(self.repository, self.index)
 
     @property
     def admin(self) -> Admin:
-        from service.admin import Admin
+        from service.access.admin import Admin
 
         return Admin(self.repository, self.index)
 
     def admin_without_index(self) -> Admin:
         """Admin operations that never touch the index (fast start-up)."""
-        from service.admin import Admin
+        from service.access.admin import Admin
 
         return Admin(self.repository, None)
 
@@ -206,7 +207,7 @@ class App:
 
         With ``create=False`` an unknown store is NotFound, never created.
         """
-        from indexer.pipeline import Ingestor
+        from indexer.ingest.pipeline import Ingestor
 
         validate_store_id(store_id)  # before the embedding model is loaded
         if not create:
@@ -233,7 +234,7 @@ class App:
     # servers (gRPC, GraphQL) ------------------------------------------------------------
     def served_engine(self, metrics: Metrics) -> QueryEngine:
         """A query engine for the servers: the same adapters, with the access check metered."""
-        from service.metrics import metered
+        from service.observability.metrics import metered
 
         index, checker = metered(self.index, self.repository, metrics)
         return self._make_engine(index, checker)

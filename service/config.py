@@ -28,6 +28,7 @@ from pydantic_settings import (
 )
 
 from acl.errors import ConfigurationError
+from service.domain.limits import MAX_STORE_CHUNKS
 
 _YAML_FILE: ContextVar[str | None] = ContextVar("docqa_yaml_file", default=None)
 
@@ -209,7 +210,7 @@ class StoreDefaults(_Section):
     min_threshold: float = Field(0.10, ge=-1.0, le=1.0)
     #: Cosine similarity that level 1 maps to.
     max_threshold: float = Field(0.60, ge=-1.0, le=1.0)
-    max_chunks: int = Field(8, ge=1, le=100)
+    max_chunks: int = Field(8, ge=1, le=MAX_STORE_CHUNKS)
 
     @field_validator("level", "min_threshold", "max_threshold")
     @classmethod

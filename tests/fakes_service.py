@@ -10,8 +10,8 @@ import numpy as np
 import numpy.typing as npt
 
 from indexer.embedder import Embedder, Tokenizer
-from service.extractive import content_terms
-from service.generator import Completion, Generator, Prompt
+from service.generation.extractive import content_terms
+from service.generation.port import Completion, Generator, Prompt
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from indexer.index.embedded import EmbeddedIndex
-from indexer.index.embedded_search import Planner
+from indexer.index.embedded.index import EmbeddedIndex
+from indexer.index.embedded.search import Planner
 from indexer.index.port import Index
 from tests.contract.index_contract import IndexContract
 from tests.fakes import FakeIndex

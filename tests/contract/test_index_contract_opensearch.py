@@ -67,8 +67,8 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 class TestOpenSearchIndex(IndexContract):
     @pytest.fixture
     def index(self) -> Iterator[Index]:
-        from indexer.index.opensearch_index import OpenSearchOptions, connect
-        from indexer.index.opensearch_mapping import HnswSettings
+        from indexer.index.opensearch.index import OpenSearchOptions, connect
+        from indexer.index.opensearch.mapping import HnswSettings
 
         engine = cast(Literal["faiss", "lucene"], os.environ.get("OPENSEARCH_ENGINE", "lucene"))
         prefix = f"docqa-contract-{uuid.uuid4().hex[:12]}-"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCQA = [sys.executable, "-m", "service.cli"]
+DOCQA = [sys.executable, "-m", "service.api.cli"]
 QUESTION = "What was the revenue in the third quarter?"
 
 
@@ -138,7 +138,7 @@ def test_stores_lists_counts_without_loading_the_model(data_dir: Path) -> None:
     out = run(data_dir, "stores").stdout
     assert "acme" in out and " 7 " in out
     probe = (
-        "import sys; from service.cli import main; code = main(['stores']);"
+        "import sys; from service.api.cli.main import main; code = main(['stores']);"
         "print(code, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)"
     )
     env = {**os.environ, "DOCQA_DATA_DIR": str(data_dir)}

@@ -108,6 +108,21 @@ def test_moved_folder_takes_over_and_the_old_documents_go(data_dir: Path, corpus
     assert FINANCE in ask(data_dir, "alice")  # the manifest's groups came along with the folder
 
 
+def test_a_deleted_folder_takes_its_documents_and_nothing_else(tmp_path: Path, corpus: Path) -> None:
+    data = tmp_path / "data"
+    folder = tmp_path / "gone"
+    shutil.copytree(corpus, folder)
+    index(data, folder, store="gone")
+    index(data, corpus, store="kept")
+    shutil.rmtree(folder)
+    out = index(data, folder, store="gone")
+    assert "7 removed" in out and "0 indexed" in out
+    stores = {s["id"]: s for s in json.loads(run(data, "stores", "--json").stdout)}
+    assert stores["gone"]["documents"] == 0 and stores["kept"]["documents"] == 7
+    never = run(data, "index", str(tmp_path / "never-was"), "--store", "kept", check=False)
+    assert never.returncode == 2 and "does not exist" in never.stderr
+
+
 def test_acl_set_help_says_it_replaces_the_whole_acl(data_dir: Path) -> None:
     text = " ".join(run(data_dir, "acl", "set", "--help").stdout.split())
     assert "WHOLE ACL" in text and "acl reset" in text

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from service.cli import build_parser
+from service.api.cli.parser import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCQA = [sys.executable, "-m", "service.cli"]
+DOCQA = [sys.executable, "-m", "service.api.cli"]
 
 
 def _env(data_dir: Path) -> dict[str, str]:

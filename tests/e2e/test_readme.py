@@ -30,7 +30,12 @@ def _docqa(data_dir: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "DOCQA_DATA_DIR": str(data_dir)}
     env.pop("DOCQA_CONFIG", None)
     result = subprocess.run(
-        [sys.executable, "-m", "service.cli", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300
+        [sys.executable, "-m", "service.api.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
     )
     assert result.returncode == 0 and "Traceback" not in result.stderr, (args, result.stderr)
     return result

@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from indexer import pipeline
+from indexer.ingest import pipeline
 from service.bootstrap import build_app
 from service.config import load_settings
 from tests.fakes_service import FakeEmbedder

@@ -10,12 +10,12 @@ from pathlib import Path
 import grpc
 
 from acl.model import Acl
-from service.auth import mint_token
+from service.api.grpc.server import GrpcServer, services_for, start_grpc
 from service.bootstrap import App, build_app
 from service.config import Settings
-from service.generator import Completion, Generator, Prompt
-from service.grpc_server import GrpcServer, services_for, start_grpc
-from service.metrics import Metrics
+from service.generation.port import Completion, Generator, Prompt
+from service.observability.metrics import Metrics
+from service.security.tokens import mint_token
 from tests.fakes_service import FakeEmbedder
 
 STORE = "acme"

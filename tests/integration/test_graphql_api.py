@@ -10,12 +10,12 @@ import httpx
 import pytest
 
 from acl.model import Acl
-from service.access import AccessState
+from service.access.state import AccessState
+from service.api.graphql.schema import GraphQLServices, build_schema
+from service.api.grpc.server import services_for
+from service.api.http import HttpServer, start_http
 from service.bootstrap import App
-from service.graphql_app import HttpServer, start_http
-from service.graphql_schema import GraphQLServices, build_schema
-from service.grpc_server import services_for
-from service.metrics import Metrics
+from service.observability.metrics import Metrics
 from tests.integration.server_world import QUESTION, STORE, VAULT, SlowGenerator, add_vault, build_world, token
 
 ASK = """query Ask($store: String!, $q: String!, $level: Float) {

@@ -11,10 +11,10 @@ import grpc
 import jwt
 import pytest
 
+from service.api.grpc.server import GrpcServer, services_for, start_grpc
+from service.api.grpc.stubs import Stubs, load
 from service.bootstrap import App
-from service.grpc_server import GrpcServer, services_for, start_grpc
-from service.grpc_stubs import Stubs, load
-from service.metrics import Metrics
+from service.observability.metrics import Metrics
 from tests.integration.server_world import (
     QUESTION,
     SECRET,

@@ -11,9 +11,9 @@ from google.protobuf import descriptor_pool, message_factory
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
+from service.api.grpc.server import GrpcServer
+from service.api.grpc.stubs import Stubs, load
 from service.bootstrap import App
-from service.grpc_server import GrpcServer
-from service.grpc_stubs import Stubs, load
 from tests.integration.server_world import QUESTION, STORE, bearer, serve_grpc
 
 

@@ -15,8 +15,8 @@ import numpy as np
 
 from acl.errors import NotFound
 from indexer.index import acl_filter
-from indexer.index.embedded import EmbeddedIndex
-from service.sql_repository import SqlSettingsRepository
+from indexer.index.embedded.index import EmbeddedIndex
+from service.persistence.sql_settings import SqlSettingsRepository
 
 DRIVER = Path(__file__).with_name("kill_driver.py")
 

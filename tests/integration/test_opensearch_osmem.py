@@ -35,7 +35,7 @@ from osmem_server import OsmemServer
 from acl.errors import IndexUnavailable, InvalidArgument, NotFound
 from acl.model import Acl
 from indexer.index.filters import acl_filter, documents_filter
-from indexer.index.opensearch_index import ChunksRejected, OpenSearchIndex, OpenSearchOptions, connect
+from indexer.index.opensearch.index import ChunksRejected, OpenSearchIndex, OpenSearchOptions, connect
 from indexer.index.port import StoreSpec
 from tests.contract.index_contract import ACL_DOCS, DIM, FILTER_CASES, chunk, random_vectors
 
@@ -106,7 +106,7 @@ def test_ensure_creates_the_index_with_its_mapping_once(index: OpenSearchIndex) 
 
 
 def test_another_engine_is_refused_not_reused(url: str, index: OpenSearchIndex) -> None:
-    from indexer.index.opensearch_mapping import HnswSettings
+    from indexer.index.opensearch.mapping import HnswSettings
 
     other = adapter(url, hnsw=HnswSettings(engine="faiss"))
     with pytest.raises(InvalidArgument, match="engine is 'lucene', expected 'faiss'"):
@@ -308,7 +308,12 @@ def docqa(data_dir: Path, url: str, *args: str) -> subprocess.CompletedProcess[s
     }
     env.pop("DOCQA_CONFIG", None)
     result = subprocess.run(
-        [sys.executable, "-m", "service.cli", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300
+        [sys.executable, "-m", "service.api.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
     )
     assert "Traceback" not in result.stderr, result.stderr
     assert "pw-never-shown-4711" not in result.stdout + result.stderr

@@ -23,13 +23,13 @@ from acl.errors import ConfigurationError, InvalidArgument, NotFound
 from acl.model import Acl
 from indexer.documents import DocumentRecord
 from indexer.index import ChunkRecord, StoreSpec
-from service import schema
-from service.cli import main
-from service.domain import Store
-from service.engine import QueryEngine
-from service.queries import Caller, VectorQuery
-from service.repository import AclOverride, AuditRecord, Membership, Tombstone
-from service.sql_repository import Base, SqlSettingsRepository, make_engine
+from service.api.cli.main import main
+from service.domain.queries import Caller, VectorQuery
+from service.domain.store import Store
+from service.persistence import schema
+from service.persistence.ports import AclOverride, AuditRecord, Membership, Tombstone
+from service.persistence.sql_settings import Base, SqlSettingsRepository, make_engine
+from service.query.engine import QueryEngine
 from tests.fakes import FakeIndex
 from tests.fakes_service import FakeEmbedder, RecordingGenerator
 

@@ -17,10 +17,10 @@ from acl.errors import ConfigurationError, GeneratorUnavailable
 from acl.model import Acl
 from service.bootstrap import build_app
 from service.config import GeneratorConfig, Settings, WatsonxConfig, load_settings
-from service.engine import QueryEngine
-from service.generator import ContextChunk, Prompt
-from service.queries import NO_ANSWER_GENERATED, Caller, VectorQuery
-from service.watsonx import WatsonxGenerator, check
+from service.domain.queries import NO_ANSWER_GENERATED, Caller, VectorQuery
+from service.generation.port import ContextChunk, Prompt
+from service.generation.watsonx import WatsonxGenerator, check
+from service.query.engine import QueryEngine
 from tests.integration.watsonx_standin import StandIn, count_tokens, make_certificate
 from tests.unit.engine_world import STORE, make_world
 
@@ -419,7 +419,7 @@ def test_bootstrap_picks_watsonx_without_connecting(standin: StandIn, certificat
 
 
 def test_importing_the_adapter_imports_no_sdk() -> None:
-    code = "import sys, service.watsonx, service.bootstrap; print('ibm_watsonx_ai' in sys.modules)"
+    code = "import sys, service.generation.watsonx, service.bootstrap; print('ibm_watsonx_ai' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "False", result.stderr
 
@@ -472,10 +472,10 @@ def test_readyz_fails_on_a_wrong_model_id_and_logs_why(
 ) -> None:
     from starlette.testclient import TestClient
 
-    from service.graphql_app import build_http_app
-    from service.graphql_schema import GraphQLServices
-    from service.grpc_server import services_for
-    from service.metrics import Metrics
+    from service.api.graphql.schema import GraphQLServices
+    from service.api.grpc.server import services_for
+    from service.api.http import build_http_app
+    from service.observability.metrics import Metrics
 
     def ready(model_id: str) -> tuple[int, object]:
         settings = Settings(

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from acl.model import Acl
 from indexer.documents import DocumentRecord
 from indexer.index import ChunkRecord, Index, StoreSpec
-from service.access import AccessState
-from service.domain import Store
-from service.engine import QueryEngine
-from service.queries import Answer, Caller, Query
-from service.sql_repository import SqlSettingsRepository
+from service.access.state import AccessState
+from service.domain.queries import Answer, Caller, Query
+from service.domain.store import Store
+from service.persistence.sql_settings import SqlSettingsRepository
+from service.query.engine import QueryEngine
 from tests.fakes import FakeIndex
 from tests.fakes_service import FakeEmbedder, RecordingGenerator
 

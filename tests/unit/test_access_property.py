@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from acl.errors import NotFound
 from acl.model import Acl
-from service.queries import Caller, DocumentQuery, MultiDocumentQuery, VectorQuery
+from service.domain.queries import Caller, DocumentQuery, MultiDocumentQuery, VectorQuery
 from tests.unit.engine_world import STORE, make_world
 
 USERS = [f"user:u{i}" for i in range(4)]

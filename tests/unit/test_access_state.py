@@ -1,4 +1,4 @@
-"""service.access: the one writer of ACLs and memberships, with provenance (issue 13), example by example."""
+"""service.access.state: the one writer of ACLs and memberships, with provenance (issue 13), example by example."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pytest
 from acl.errors import InvalidArgument, NotFound
 from acl.model import Acl
 from indexer.index import StoreSpec
-from indexer.pipeline import Ingestor
-from service.access import AccessState
-from service.domain import Store
-from service.sql_repository import SqlSettingsRepository
+from indexer.ingest.pipeline import Ingestor
+from service.access.state import AccessState
+from service.domain.store import Store
+from service.persistence.sql_settings import SqlSettingsRepository
 from tests.fakes import FakeIndex
 from tests.fakes_service import FakeEmbedder
 
@@ -206,7 +206,7 @@ def test_override_made_during_a_run_reaches_the_index_copy(
 
 
 def test_only_service_access_writes_acls_and_memberships() -> None:
-    """Every call of a writing repository method in the packages is in service/access.py."""
+    """Every call of a writing repository method in the packages is in service/access/state.py."""
     callers: list[str] = []
     for package in ("acl", "indexer", "service"):
         for path in (ROOT / package).rglob("*.py"):
@@ -216,7 +216,7 @@ def test_only_service_access_writes_acls_and_memberships() -> None:
                     isinstance(node, ast.Call)
                     and isinstance(node.func, ast.Attribute)
                     and node.func.attr in WRITERS
-                    and relative != "service/access.py"
+                    and relative != "service/access/state.py"
                 ):
                     callers.append(f"{relative}:{node.lineno} {node.func.attr}")
     assert callers == []

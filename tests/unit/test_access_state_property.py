@@ -31,12 +31,12 @@ from hypothesis import strategies as st
 from acl.errors import InvalidArgument, NotFound
 from acl.model import Acl
 from indexer.index import StoreSpec
-from indexer.pipeline import Ingestor
-from service.access import AccessState
-from service.domain import Store
-from service.engine import QueryEngine
-from service.queries import Caller, DocumentQuery, MultiDocumentQuery, VectorQuery
-from service.sql_repository import SqlSettingsRepository
+from indexer.ingest.pipeline import Ingestor
+from service.access.state import AccessState
+from service.domain.queries import Caller, DocumentQuery, MultiDocumentQuery, VectorQuery
+from service.domain.store import Store
+from service.persistence.sql_settings import SqlSettingsRepository
+from service.query.engine import QueryEngine
 from tests.fakes import FakeIndex
 from tests.fakes_service import FakeEmbedder, RecordingGenerator
 

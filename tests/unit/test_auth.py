@@ -13,8 +13,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from acl.errors import ConfigurationError, PermissionDenied, Unauthenticated
-from service.auth import Authenticator, hs256_secret, mint_token, require_admin
 from service.config import Settings
+from service.security.tokens import Authenticator, hs256_secret, mint_token, require_admin
 
 SECRET = "unit-test-secret-" + "x" * 64
 

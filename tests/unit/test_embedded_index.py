@@ -15,11 +15,11 @@ import pytest
 
 from acl.errors import IndexUnavailable, InvalidArgument, NotFound
 from acl.model import Acl
-from indexer.index import embedded_sqlite
-from indexer.index.embedded import EmbeddedIndex
-from indexer.index.embedded_search import Planner
+from indexer.index.embedded.ef_policy import EfPolicy
+from indexer.index.embedded.index import EmbeddedIndex
+from indexer.index.embedded import sqlite as embedded_sqlite
+from indexer.index.embedded.search import Planner
 from indexer.index.filters import acl_filter, documents_filter
-from indexer.index.hnsw_policy import EfPolicy
 from indexer.index.port import ChunkRecord, StoreSpec
 from tests.contract.index_contract import DIM, STORE, chunk, random_vectors
 
@@ -142,7 +142,7 @@ KILLED_WRITER = textwrap.dedent("""
     import sys
     from pathlib import Path
     import numpy as np
-    from indexer.index.embedded import EmbeddedIndex
+    from indexer.index.embedded.index import EmbeddedIndex
     from indexer.index.port import StoreSpec
     from tests.contract.index_contract import DIM, STORE, chunk, random_vectors
     index = EmbeddedIndex(Path(sys.argv[1]))

@@ -8,7 +8,7 @@ import pytest
 from acl.errors import InvalidArgument, NotFound
 from acl.model import Acl
 from indexer.index import ChunkRecord
-from service.queries import (
+from service.domain.queries import (
     NO_RELEVANT_DOCUMENT,
     Caller,
     DocumentQuery,
@@ -203,7 +203,7 @@ def test_narrow_access_still_fills_k() -> None:
 def test_streaming_hands_each_piece_over_before_the_answer(world: World) -> None:
     from collections.abc import Iterator
 
-    from service.generator import Prompt
+    from service.generation.port import Prompt
 
     class Streaming(type(world.generator)):  # type: ignore[misc]
         def stream(self, prompt: Prompt) -> Iterator[str]:

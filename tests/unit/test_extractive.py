@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from service.extractive import ExtractiveGenerator, split_sentences
-from service.generator import ContextChunk, Prompt
+from service.generation.extractive import ExtractiveGenerator, split_sentences
+from service.generation.port import ContextChunk, Prompt
 
 
 def prompt(question: str, *texts: str) -> Prompt:

@@ -4,7 +4,7 @@ import pytest
 
 from acl.errors import InvalidArgument
 from acl.model import NOBODY, Acl
-from indexer.manifest import parse_manifest
+from indexer.ingest.manifest import parse_manifest
 
 MANIFEST = {
     "groups": {"finance": ["user:alice", "group:auditors"], "auditors": ["user:carol"]},

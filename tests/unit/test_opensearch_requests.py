@@ -20,10 +20,10 @@ from opensearchpy.helpers import expand_action
 
 from acl.model import Acl
 from indexer.index.filters import acl_filter, and_, documents_filter
-from indexer.index.opensearch_filters import to_query
-from indexer.index.opensearch_index import ChunksRejected, OpenSearchIndex, OpenSearchOptions
-from indexer.index.opensearch_mapping import FIELDS, VECTOR_FIELD, HnswSettings, index_body
-from indexer.index.opensearch_requests import (
+from indexer.index.opensearch.filters import to_query
+from indexer.index.opensearch.index import ChunksRejected, OpenSearchIndex, OpenSearchOptions
+from indexer.index.opensearch.mapping import FIELDS, VECTOR_FIELD, HnswSettings, index_body
+from indexer.index.opensearch.requests import (
     KNN_SCRIPT,
     bulk_actions,
     count_body,
@@ -348,7 +348,7 @@ def test_opensearch_configuration_builds_the_adapter_without_connecting() -> Non
 
 
 def test_secrets_stay_out_of_reprs_and_reach_the_client_only_as_headers() -> None:
-    from indexer.index.opensearch_index import connect
+    from indexer.index.opensearch.index import connect
 
     settings = _settings(username="svc-user-4711", password="pw-4711-secret")
     shown = repr(settings) + str(settings) + repr(settings.index.opensearch)

@@ -19,10 +19,10 @@ import pytest
 from acl.errors import ConfigurationError, IndexUnavailable, InvalidArgument, NotFound
 from acl.model import Acl
 from indexer.index.filters import acl_filter, documents_filter
-from indexer.index.opensearch_index import ChunksRejected, OpenSearchIndex, OpenSearchOptions
-from indexer.index.opensearch_mapping import HnswSettings, IndexFacts, index_body, index_name, mapping_problems
-from indexer.index.opensearch_requests import chunk_source, delete_documents_body, delete_stale_body
-from indexer.index.opensearch_responses import (
+from indexer.index.opensearch.index import ChunksRejected, OpenSearchIndex, OpenSearchOptions
+from indexer.index.opensearch.mapping import HnswSettings, IndexFacts, index_body, index_name, mapping_problems
+from indexer.index.opensearch.requests import chunk_source, delete_documents_body, delete_stale_body
+from indexer.index.opensearch.responses import (
     cosine_from_knn_score,
     cosine_from_script_score,
     search_hits,

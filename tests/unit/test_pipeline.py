@@ -10,10 +10,10 @@ import pytest
 from acl.errors import InvalidArgument
 from acl.model import Acl
 from indexer.index import StoreSpec
-from indexer.pipeline import Ingestor
-from service.access import AccessState
-from service.domain import Store
-from service.sql_repository import SqlSettingsRepository
+from indexer.ingest.pipeline import Ingestor
+from service.access.state import AccessState
+from service.domain.store import Store
+from service.persistence.sql_settings import SqlSettingsRepository
 from tests.fakes import FakeIndex
 from tests.fakes_service import FakeEmbedder
 
@@ -139,7 +139,7 @@ def test_missing_manifest_is_a_clear_error(tmp_path: Path, repo: SqlSettingsRepo
 def test_killed_run_resumes_with_no_duplicate_and_no_missing_chunk(
     folder: Path, repo: SqlSettingsRepository, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from indexer import pipeline
+    from indexer.ingest import pipeline
 
     monkeypatch.setattr(pipeline, "EMBED_BATCH_CHUNKS", 1)  # one document per model call
     for i in range(6):

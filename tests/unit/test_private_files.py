@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from indexer.index import StoreSpec
-from indexer.index.embedded import EmbeddedIndex
+from indexer.index.embedded.index import EmbeddedIndex
 from indexer.private_files import private_dir, private_file, wider_than_private
-from service.auth import hs256_secret
 from service.config import Settings
-from service.sql_repository import SqlSettingsRepository
+from service.persistence.sql_settings import SqlSettingsRepository
+from service.security.tokens import hs256_secret
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 
 from acl.errors import GeneratorUnavailable
 from acl.model import Acl
-from service.engine import QueryEngine
-from service.generator import Completion, ContextChunk, Prompt
-from service.prompting import Budgeted, TokenBudget, estimate_tokens, fit_prompt
-from service.queries import NO_ANSWER_GENERATED, Answer, Caller, VectorQuery
+from service.domain.queries import NO_ANSWER_GENERATED, Answer, Caller, VectorQuery
+from service.generation.port import Completion, ContextChunk, Prompt
+from service.generation.prompting import Budgeted, TokenBudget, estimate_tokens, fit_prompt
+from service.query.engine import QueryEngine
 from tests.fakes_service import RecordingGenerator, WordTokenizer
 from tests.unit.engine_world import STORE, World, make_world
 

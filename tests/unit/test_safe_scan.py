@@ -11,10 +11,10 @@ import pytest
 from acl.errors import InvalidArgument, LoadError, UnsafePath
 from acl.model import EVERYONE
 from indexer.index import StoreSpec
-from indexer.pipeline import Ingestor
-from indexer.safe_scan import read_inside, shown
-from service.domain import Store
-from service.sql_repository import SqlSettingsRepository
+from indexer.ingest.pipeline import Ingestor
+from indexer.ingest.safe_scan import read_inside, shown
+from service.domain.store import Store
+from service.persistence.sql_settings import SqlSettingsRepository
 from tests.fakes import FakeIndex
 from tests.fakes_service import FakeEmbedder
 

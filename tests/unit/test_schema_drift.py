@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from service.graphql_schema import schema_sdl
+from service.api.graphql.schema import schema_sdl
 
 SDL = Path(__file__).resolve().parents[2] / "graphql" / "schema.graphql"
 
@@ -12,5 +12,5 @@ SDL = Path(__file__).resolve().parents[2] / "graphql" / "schema.graphql"
 def test_checked_in_sdl_matches_the_strawberry_schema() -> None:
     assert SDL.read_text() == schema_sdl(), (
         "graphql/schema.graphql is stale: regenerate it with python -c "
-        "\"from service.graphql_schema import schema_sdl; print(schema_sdl(), end='')\" > graphql/schema.graphql"
+        "\"from service.api.graphql.schema import schema_sdl; print(schema_sdl(), end='')\" > graphql/schema.graphql"
     )

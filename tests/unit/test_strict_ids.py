@@ -11,15 +11,15 @@ import pytest
 from acl.errors import InvalidArgument, Unauthenticated
 from acl.model import Acl, user_principal, validate_principal
 from indexer.index import StoreSpec
-from indexer.index.embedded import EmbeddedIndex
-from indexer.index.opensearch_mapping import index_name
-from indexer.manifest import parse_manifest
+from indexer.index.embedded.index import EmbeddedIndex
+from indexer.index.opensearch.mapping import index_name
+from indexer.ingest.manifest import parse_manifest
 from indexer.store_ids import validate_store_id
-from service import domain
-from service.admin import Admin
-from service.auth import Authenticator
+from service.access.admin import Admin
 from service.config import Settings, StoreDefaults
-from service.sql_repository import SqlSettingsRepository
+from service.domain import store as domain
+from service.persistence.sql_settings import SqlSettingsRepository
+from service.security.tokens import Authenticator
 
 BAD_PRINCIPALS = ["user:alice\n", "group:hr\n", "\nuser:alice", "user:alice\r", "user:alice\x00", "user:"]
 BAD_STORE_IDS = ["acme\n", "\nacme", "acme\r\n", "Acme", "-acme", "a" * 64, "", "ac/me", "acme.x"]

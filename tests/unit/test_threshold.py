@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acl.errors import InvalidArgument
-from service.threshold import Threshold, parse_level
+from service.domain.threshold import Threshold, parse_level
 
 
 @given(

@@ -1,0 +1,213 @@
+"""When and how a store's HNSW graph is built, extended and dropped.
+
+The graph is bought, not assumed: until one exists, queries that HNSW would
+have served faster run exactly and add the time HNSW would have saved to a
+debt; when the debt reaches the estimated build cost the graph is built
+(rent-or-buy, so a store that is rarely searched broadly never pays for one).
+The initial build runs off the lock over an immutable snapshot of the rows,
+then the graph is calibrated (``hnsw_policy``) before it serves a query; a
+graph that cannot reach the recall target is dropped and not bought again.
+Rows appended later are added in small slices under the store's write lock.
+Rows not yet in the graph are searched exactly, so answers never wait for it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import weakref
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from indexer.index.embedded.ef_policy import CALIBRATION_K
+from indexer.index.embedded.hnsw import HnswGraph
+from indexer.index.embedded.hnsw_policy import calibrate, holdout_rows
+from indexer.index.embedded.rows import RowTable
+from indexer.index.embedded.rwlock import RWLock
+from indexer.index.embedded.search import Planner
+
+log = logging.getLogger(__name__)
+
+_BUILD_SLICE = 8192  # rows per add() while building off the lock (stop checks between)
+_EXTEND_SLICE = 256  # rows per add() under the write lock (bounds a query's wait)
+_REBUILD_GROWTH = 2.0  # rebuild (and so recalibrate) once the graph doubled since its build
+
+_keepers: weakref.WeakSet[GraphKeeper] = weakref.WeakSet()
+
+
+class GraphHost(Protocol):
+    """What the keeper needs from a store: its lock and its current rows."""
+
+    lock: RWLock
+    rows: RowTable
+
+
+class GraphKeeper:
+    """Owns one store's optional HNSW graph. Reads of ``graph_for`` need the read lock."""
+
+    def __init__(self, planner: Planner, background: bool) -> None:
+        self._planner = planner
+        self._background = background
+        self._graph: HnswGraph | None = None
+        self._generation = -1
+        self._debt_us = 0.0
+        self._wanted = False
+        self.builds = 0
+        self.policy = planner.default_policy()  # the last graph's (assumed before any)
+        self._work_lock = threading.Lock()
+        self._worker: threading.Thread | None = None
+        self._stop = threading.Event()
+        _keepers.add(self)
+
+    def graph_for(self, rows: RowTable) -> HnswGraph | None:
+        """The graph if it indexes ``rows``' generation (it may lack the newest rows)."""
+        if self._graph is not None and self._generation == rows.generation:
+            return self._graph
+        return None
+
+    def invalidate(self) -> None:
+        """Forget the graph (rows were compacted or reloaded). Call under the write lock."""
+        self._graph = None
+        self._generation = -1
+
+    def note_query(self, host: GraphHost, saving_us: float, used_graph: bool) -> None:
+        """Account for a finished query; start graph work when it has become worth it.
+
+        ``saving_us`` is what HNSW would have saved under ``policy``. Call
+        without holding the store's lock.
+        """
+        rows = host.rows
+        if not self.policy.usable:
+            return
+        if not used_graph and saving_us > 0:
+            self._debt_us += saving_us
+            if self._debt_us >= self._planner.build_cost_us_per_row * rows.n:
+                self._wanted = True
+        if self._wanted and self._needs_work(rows):
+            self._schedule(host)
+
+    def _needs_work(self, rows: RowTable) -> bool:
+        graph = self.graph_for(rows)
+        if graph is None or self._outgrown(graph):
+            return rows.n >= self._planner.min_graph_rows
+        return rows.n - graph.ntotal >= self._planner.tail_rows
+
+    @staticmethod
+    def _outgrown(graph: HnswGraph) -> bool:
+        return graph.ntotal >= _REBUILD_GROWTH * max(graph.calibrated_rows, 1)
+
+    def _schedule(self, host: GraphHost) -> None:
+        if not self._background:
+            self.prepare(host)
+            return
+        if self._work_lock.locked() or self._stop.is_set():
+            return
+        worker = threading.Thread(target=self._run, args=(host,), name="docqa-hnsw", daemon=True)
+        self._worker = worker
+        worker.start()
+
+    def _run(self, host: GraphHost) -> None:
+        try:
+            self.prepare(host)
+        except Exception:  # a failed build only costs speed: exact search still answers
+            log.exception("building the embedded index's HNSW graph failed")
+
+    def prepare(self, host: GraphHost) -> None:
+        """Build or extend the graph now until it holds every row (blocking).
+
+        Does nothing for stores smaller than the planner's ``min_graph_rows``.
+        Call without holding the store's lock.
+        """
+        with self._work_lock:
+            self._wanted = True
+            while not self._stop.is_set():
+                with host.lock.read():
+                    rows = host.rows
+                    graph = self.graph_for(rows)
+                    generation, count, vectors = rows.generation, rows.n, rows.vectors
+                    if graph is not None and graph.ntotal >= count and not self._outgrown(graph):
+                        return
+                if graph is None or self._outgrown(graph):
+                    if count < self._planner.min_graph_rows or not self.policy.usable:
+                        return
+                    self._build(host, generation, count, vectors)
+                else:
+                    self._extend(host, graph)
+
+    def _build(self, host: GraphHost, generation: int, count: int, vectors: npt.NDArray[np.float32]) -> None:
+        # Rows 0..count-1 of this generation never change, so the snapshot can
+        # be read without the lock while writers append behind it.
+        graph = HnswGraph(host.rows.dimension)
+        held_out = holdout_rows(count) if self._planner.calibrate else 0
+        for start in range(0, count, _BUILD_SLICE):
+            if self._stop.is_set() or host.rows.generation != generation:
+                return
+            stop = min(count, start + _BUILD_SLICE)
+            if start < count - held_out <= stop:
+                graph.add(vectors[start : count - held_out])
+                self._calibrate(graph, vectors, held_out=vectors[count - held_out : count])
+                graph.add(vectors[count - held_out : stop])
+            else:
+                graph.add(vectors[start:stop])
+        if not held_out:
+            self._calibrate(graph, vectors, held_out=None)
+        with host.lock.write():
+            if host.rows.generation == generation:
+                self.builds += 1
+                self._debt_us = 0.0
+                if graph.policy is not None and graph.policy.usable:
+                    self._graph, self._generation = graph, generation
+                else:
+                    log.warning(
+                        "HNSW graph of %d rows misses recall %.2f at every efSearch up to %d;"
+                        " searching exactly instead",
+                        count,
+                        self._planner.recall_target,
+                        self._planner.ef_max,
+                    )
+
+    def _calibrate(
+        self,
+        graph: HnswGraph,
+        vectors: npt.NDArray[np.float32],
+        held_out: npt.NDArray[np.float32] | None,
+    ) -> None:
+        if held_out is None:  # calibration off, or too few rows to calibrate on
+            graph.policy = self._planner.default_policy()
+        else:
+            graph.policy = calibrate(
+                graph,
+                vectors[: graph.ntotal],
+                held_out,
+                CALIBRATION_K,
+                self._planner.recall_target,
+                self._planner.ef_max,
+            )
+        graph.calibrated_rows = graph.ntotal + (0 if held_out is None else len(held_out))
+        self.policy = graph.policy
+
+    def _extend(self, host: GraphHost, graph: HnswGraph) -> None:
+        with host.lock.write():
+            rows = host.rows
+            if self.graph_for(rows) is not graph:
+                return
+            start = graph.ntotal
+            graph.add(rows.vectors[start : min(rows.n, start + _EXTEND_SLICE)])
+
+    def stop(self) -> None:
+        """Stop background work at the next slice and wait for it."""
+        self._stop.set()
+        worker = self._worker
+        if worker is not None and worker is not threading.current_thread():
+            worker.join()
+
+
+@atexit.register
+def _stop_all() -> None:
+    # A daemon thread inside faiss while the interpreter tears down could read
+    # freed memory; stop every builder at its next slice first.
+    for keeper in list(_keepers):
+        keeper.stop()

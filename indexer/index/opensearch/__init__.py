@@ -1,0 +1,1 @@
+"""The OpenSearch index adapter: mapping, requests, responses and the client."""

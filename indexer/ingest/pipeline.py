@@ -1,0 +1,421 @@
+"""The ingest pipeline: files → loaders → chunks → embeddings → index → catalog.
+
+Idempotent and resumable. A document's chunks are written to the index in one
+atomic upsert, and only then is the document (with its content hash) saved in
+the catalog; so a run killed at any point leaves each document either fully
+indexed and recorded, or not recorded, and a re-run finishes the job. Nothing
+is embedded twice for an unchanged file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Protocol
+
+from acl.errors import DocQAError, InvalidArgument, LoadError, UnsafePath
+from acl.model import Acl
+from indexer.chunker import Chunker
+from indexer.documents import DocumentRecord, LoadedDocument
+from indexer.embedder import Embedder
+from indexer.index import ChunkRecord, Index
+from indexer.index.port import DocumentsRejected
+from indexer.ingest.manifest import MANIFEST_NAME, load_manifest
+from indexer.ingest.safe_scan import ScanResult, read_inside, scan_folder
+from indexer.loaders import SUPPORTED_SUFFIXES, content_type_for, load_bytes
+
+log = logging.getLogger("docqa.indexer")
+
+#: Chunks embedded per model call: large enough to keep the model busy,
+#: small enough that a killed run loses little work.
+EMBED_BATCH_CHUNKS = 256
+
+
+class Catalog(Protocol):
+    """What the pipeline reads about documents, and removes (the settings repository)."""
+
+    def list_documents(self, store_id: str, origin: str | None = None) -> list[DocumentRecord]: ...
+
+    def get_document(self, store_id: str, document_id: str) -> DocumentRecord | None: ...
+
+    def delete_document(self, store_id: str, document_id: str) -> bool: ...
+
+    def mark_for_reindex(self, store_id: str, document_id: str) -> None: ...
+
+
+class AccessRecorder(Protocol):
+    """The owner of access state (``service.access.state``): the pipeline asks it, never writes ACLs or groups itself.
+
+    A document's ACL as the pipeline knows it is the *ingested* one (the
+    manifest's, or the push's); what the index copy carries is the *effective*
+    one, which an administrator's override may have changed.
+    """
+
+    def record_document(self, document: DocumentRecord) -> None:
+        """Save the indexed document with its ingested ACL."""
+        ...
+
+    def record_ingested_acl(self, store_id: str, document_id: str, acl: Acl) -> Acl:
+        """Record a new ingested ACL; return the effective one."""
+        ...
+
+    def effective_acls(self, store_id: str, ingested: Mapping[str, Acl]) -> Mapping[str, Acl]:
+        """The ACL in force for each document, given its ingested ACL."""
+        ...
+
+    def replace_manifest_groups(self, store_id: str, groups: Mapping[str, Iterable[str]]) -> None:
+        """Make ``groups`` the store-scoped memberships of ``store_id``'s manifest."""
+        ...
+
+
+@dataclass(slots=True)
+class IndexReport:
+    """What one run did, for people and for exit codes."""
+
+    indexed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    acl_updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+    #: Files no manifest rule matches: indexed, but readable by nobody.
+    unmatched: list[str] = field(default_factory=list)
+    chunks: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """False only when files failed and nothing at all could be indexed."""
+        return not self.failed or bool(self.indexed or self.unchanged or self.acl_updated)
+
+
+@dataclass(slots=True)
+class _Pending:
+    document_id: str
+    content_hash: str
+    acl: Acl
+    source_uri: str
+    loaded: LoadedDocument
+    records: list[ChunkRecord]
+
+
+Progress = Callable[[int], None]
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def folder_and_manifest(root: Path, manifest_path: Path | None = None) -> tuple[Path, Path]:
+    """The folder to index (resolved) and its ACL manifest; InvalidArgument names what is missing."""
+    if not root.exists():
+        raise InvalidArgument(f"folder {root} does not exist")
+    if not root.is_dir():
+        raise InvalidArgument(f"{root} is not a folder")
+    root = root.resolve()
+    manifest_file = manifest_path or root / MANIFEST_NAME
+    if not os.path.lexists(manifest_file):  # a link is there, and refused by load_manifest
+        raise InvalidArgument(
+            f"no ACL manifest at {manifest_file}: create {MANIFEST_NAME} in the folder "
+            "or pass --acl-manifest (documents without a rule are readable by nobody)"
+        )
+    return root, manifest_file
+
+
+class Ingestor:
+    """Indexes documents of one store into an index and records them in a catalog."""
+
+    def __init__(
+        self, *, index: Index, catalog: Catalog, access: AccessRecorder, embedder: Embedder, store_id: str
+    ) -> None:
+        self._index = index
+        self._catalog = catalog
+        self._access = access
+        self._embedder = embedder
+        self._store_id = store_id
+        self._chunker = Chunker(embedder.tokenizer, embedder.max_tokens)
+
+    # folders ----------------------------------------------------------------------
+    def scan(self, root: Path) -> ScanResult:
+        """Indexable files under ``root`` (sorted), unsupported ones, and refused entries.
+
+        Never follows a link and never reads a non-regular file (see ``indexer.ingest.safe_scan``).
+        """
+        if not root.is_dir():
+            raise InvalidArgument(f"{root} is not a folder")
+        return scan_folder(root, SUPPORTED_SUFFIXES, ignore=frozenset({MANIFEST_NAME}))
+
+    def index_folder(
+        self,
+        root: Path,
+        manifest_path: Path | None = None,
+        *,
+        progress: Progress | None = None,
+        on_total: Callable[[int], None] | None = None,
+        on_chunks: Progress | None = None,
+    ) -> IndexReport:
+        """Bring the store in line with the folder: add, re-index, re-ACL, remove.
+
+        ``on_total`` gets the number of files to look at, ``progress`` each
+        file done (indexed, unchanged, failed) and ``on_chunks`` each batch of
+        chunks embedded and written. Links, special files and names no rule can
+        match are never indexed (one already indexed is removed); each is named
+        in ``report.refused``.
+
+        A store has one folder: indexing another folder into it (the folder was
+        moved or replaced) removes the documents of the previous folder, and
+        the new folder's manifest becomes the store's manifest (its groups
+        replace the old manifest's, in this store only). Indexing the store's
+        folder after it was removed removes its documents and its manifest's
+        groups (an unknown missing path is an error).
+        """
+        if not os.path.lexists(root):
+            gone = self._forget_folder(root.resolve())
+            if gone is not None:
+                return gone
+        root, manifest_file = folder_and_manifest(root, manifest_path)
+        manifest = load_manifest(manifest_file)
+        origin = f"folder:{root}"
+        found = self.scan(root)
+        self._access.replace_manifest_groups(self._store_id, manifest.groups)
+        report = IndexReport(skipped=found.unsupported, refused=dict(found.refused))
+        known: dict[str, DocumentRecord] = {}
+        for document in self._catalog.list_documents(self._store_id):
+            if document.origin == origin:
+                known[document.id] = document
+            elif document.origin.startswith("folder:"):
+                # Another folder's document (the store's folder moved): a file of the
+                # same path here takes its place, any other goes with the old folder.
+                known[document.id] = replace(document, content_hash="")
+        if on_total:
+            on_total(len(found.files))
+        seen: set[str] = set()
+        work: list[tuple[str, Acl]] = []
+        for document_id in found.files:
+            seen.add(document_id)
+            try:
+                digest = content_hash(read_inside(root, document_id))
+            except UnsafePath as exc:
+                report.refused[document_id] = _reason(exc, document_id)
+                seen.discard(document_id)
+                if progress:
+                    progress(1)
+                continue
+            except LoadError as exc:
+                report.failed[document_id] = f"cannot read file: {_reason(exc, document_id)}"
+                if progress:
+                    progress(1)
+                continue
+            acl = manifest.acl_for(document_id)
+            if manifest.rule_for(document_id) is None:
+                report.unmatched.append(document_id)
+            previous = known.get(document_id)
+            if previous is not None and previous.content_hash == digest:
+                if previous.acl != acl:
+                    self.set_acl(document_id, acl)
+                    report.acl_updated.append(document_id)
+                else:
+                    report.unchanged.append(document_id)
+                if progress:
+                    progress(1)
+                continue
+            work.append((document_id, acl))
+        for document_id in sorted(set(known) - seen):
+            self.delete(document_id)
+            report.removed.append(document_id)
+
+        def loaded() -> Iterator[_Pending]:
+            for document_id, acl in work:
+                path = root / document_id
+                try:
+                    # Read again, the same safe way: what is hashed is what is indexed.
+                    data = read_inside(root, document_id)
+                    document = load_bytes(data, content_type_for(path) or "", path.name)
+                except UnsafePath as exc:
+                    # Swapped for a link or a special file since the scan.
+                    report.refused[document_id] = _reason(exc, document_id)
+                    if document_id in known:
+                        self.delete(document_id)
+                        report.removed.append(document_id)
+                    if progress:
+                        progress(1)
+                    continue
+                except LoadError as exc:
+                    report.failed[document_id] = exc.message
+                    if progress:
+                        progress(1)
+                    continue
+                yield self._prepare(document_id, content_hash(data), acl, path.as_uri(), document)
+
+        for done in self._embed_and_write(loaded(), origin, report, on_chunks):
+            if progress:
+                progress(done)
+        return report
+
+    def _forget_folder(self, root: Path) -> IndexReport | None:
+        """The store's folder is gone: its documents and its manifest's groups go too (None: not this store's)."""
+        documents = [d.id for d in self._catalog.list_documents(self._store_id, origin=f"folder:{root}")]
+        if not documents:
+            return None
+        log.warning("store %s: folder %s is gone; removing its %d documents", self._store_id, root, len(documents))
+        self._access.replace_manifest_groups(self._store_id, {})
+        report = IndexReport()
+        for document_id in documents:
+            self.delete(document_id)
+            report.removed.append(document_id)
+        return report
+
+    # single documents (API pushes) ---------------------------------------------------
+    def upsert_bytes(
+        self,
+        document_id: str,
+        data: bytes,
+        content_type: str,
+        *,
+        acl: Acl,
+        title: str | None = None,
+        source_uri: str = "",
+        origin: str = "api",
+    ) -> IndexReport:
+        """Index one document given as bytes; unchanged content only updates the ACL."""
+        report = IndexReport()
+        digest = content_hash(data)
+        existing = self._catalog.get_document(self._store_id, document_id)
+        if existing is not None and existing.content_hash == digest:
+            if existing.acl != acl:
+                self.set_acl(document_id, acl)
+                report.acl_updated.append(document_id)
+            else:
+                report.unchanged.append(document_id)
+            return report
+        document = load_bytes(data, content_type, document_id)
+        if title:
+            document = LoadedDocument(document.text, title, document.blocks, document.content_type)
+        pending = self._prepare(document_id, digest, acl, source_uri, document)
+        for _ in self._embed_and_write(iter([pending]), origin, report):
+            pass
+        return report
+
+    def delete(self, document_id: str) -> None:
+        """Remove a document from the index, then from the catalog."""
+        self._index.delete_document(self._store_id, document_id)
+        self._catalog.delete_document(self._store_id, document_id)
+
+    def set_acl(self, document_id: str, acl: Acl) -> None:
+        """Record the source's new ACL (effective at once unless an admin overrode it), then the index copy.
+
+        If the index copy cannot be changed, the document is marked so that
+        the next run re-indexes it (with the effective ACL), and the error is raised.
+        """
+        self.sync_index_acl(document_id, self._access.record_ingested_acl(self._store_id, document_id, acl))
+
+    def sync_index_acl(self, document_id: str, effective: Acl) -> None:
+        """Make the index copy of a document's ACL ``effective``; on failure mark it for re-indexing and raise."""
+        try:
+            self._index.set_document_acl(self._store_id, document_id, effective)
+        except DocQAError:
+            self._catalog.mark_for_reindex(self._store_id, document_id)
+            raise
+
+    # internals ------------------------------------------------------------------------
+    def _prepare(self, document_id: str, digest: str, acl: Acl, source_uri: str, document: LoadedDocument) -> _Pending:
+        drafts = self._chunker.chunk(document)
+        records = [
+            ChunkRecord(
+                chunk_id=f"{document_id}#{d.ordinal}",
+                document_id=document_id,
+                ordinal=d.ordinal,
+                text=d.text,
+                title=document.title,
+                source_uri=source_uri,
+                heading_path=d.heading_path,
+                start=d.start,
+                end=d.end,
+                acl=acl,
+            )
+            for d in drafts
+        ]
+        return _Pending(document_id, digest, acl, source_uri, document, records)
+
+    def _embed_and_write(
+        self,
+        pending: Iterator[_Pending],
+        origin: str,
+        report: IndexReport,
+        on_chunks: Progress | None = None,
+    ) -> Iterator[int]:
+        """Embed chunks of several documents per model call; write each document whole.
+
+        Yields the number of documents of each batch written; ``on_chunks``
+        gets the number of chunks of each batch embedded.
+        """
+        batch: list[_Pending] = []
+        size = 0
+        for item in pending:
+            batch.append(item)
+            size += len(item.records)
+            if size >= EMBED_BATCH_CHUNKS:
+                yield self._flush(batch, origin, report, on_chunks)
+                batch, size = [], 0
+        if batch:
+            yield self._flush(batch, origin, report, on_chunks)
+
+    def _flush(self, batch: list[_Pending], origin: str, report: IndexReport, on_chunks: Progress | None) -> int:
+        texts = [r.text for item in batch for r in item.records]
+        vectors = self._embedder.embed_documents(texts)
+        if on_chunks:
+            on_chunks(len(texts))
+        # The index copy carries the ACL in force: an admin's override wins over the source's.
+        effective = self._access.effective_acls(self._store_id, {item.document_id: item.acl for item in batch})
+        position = 0
+        for item in batch:
+            acl = effective[item.document_id]
+            records = [replace(r, vector=vectors[position + i], acl=acl) for i, r in enumerate(item.records)]
+            position += len(records)
+            try:
+                if records:
+                    self._index.upsert(self._store_id, records)
+                else:
+                    self._index.delete_document(self._store_id, item.document_id)
+            except DocumentsRejected as exc:
+                # Not recorded in the catalog, so the next run tries it again.
+                report.failed[item.document_id] = exc.message
+                continue
+            self._access.record_document(
+                DocumentRecord(
+                    store_id=self._store_id,
+                    id=item.document_id,
+                    title=item.loaded.title,
+                    source_uri=item.source_uri,
+                    content_hash=item.content_hash,
+                    text=item.loaded.text,
+                    acl=item.acl,
+                    origin=origin,
+                    chunk_count=len(records),
+                )
+            )
+            report.indexed.append(item.document_id)
+            report.chunks += len(records)
+        self._settle_index_acls([item for item in batch if item.document_id in report.indexed], effective)
+        return len(batch)
+
+    def _settle_index_acls(self, batch: list[_Pending], written: Mapping[str, Acl]) -> None:
+        """Re-read the ACLs in force: an admin change made while the batch was written must reach the index copy.
+
+        Without this, an override saved between reading the effective ACLs and
+        the upsert would leave the index copy stale until the content changes.
+        """
+        now = self._access.effective_acls(self._store_id, {item.document_id: item.acl for item in batch})
+        for document_id, acl in now.items():
+            if acl != written[document_id]:
+                self.sync_index_acl(document_id, acl)
+
+
+def _reason(error: LoadError, document_id: str) -> str:
+    """The reason alone: the report names the entry already."""
+    prefix = f"{document_id}: "
+    return error.message[len(prefix) :] if error.message.startswith(prefix) else error.message

@@ -1,0 +1,155 @@
+"""Administrator operations: stores and their settings, groups, authoritative ACLs."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from acl.errors import InvalidArgument, NotFound
+from acl.model import Acl
+from service.access.state import AccessState, AclView, MembershipView
+from service.config import StoreDefaults
+from service.domain.limits import MAX_STORE_CHUNKS
+from service.domain.store import Store, validate_store_id
+from service.domain.threshold import Threshold, parse_level
+from service.persistence.ports import SettingsRepository
+
+if TYPE_CHECKING:
+    from indexer.index import Index
+
+
+def _number(name: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"{name} must be a number, got {value!r}") from None
+    if isinstance(value, bool) or not math.isfinite(number):
+        raise InvalidArgument(f"{name} must be a finite number, got {value!r}")
+    return number
+
+
+class Admin:
+    """What an administrator may change; every change is validated before it is made."""
+
+    def __init__(self, repository: SettingsRepository, index: Index | None = None) -> None:
+        self._repo = repository
+        self._access = AccessState(repository, index)
+
+    # stores -------------------------------------------------------------------------
+    def store(self, store_id: str) -> Store:
+        store = self._repo.get_store(store_id)
+        if store is None:
+            raise NotFound(f"store {store_id!r} not found")
+        return store
+
+    def ensure_store(self, store_id: str, embedding_model: str, defaults: StoreDefaults) -> Store:
+        """The store, created with ``defaults`` if new; its model must match."""
+        validate_store_id(store_id)
+        store = self._repo.get_store(store_id)
+        if store is None:
+            return self._repo.create_store(
+                Store(
+                    id=store_id,
+                    name=store_id,
+                    embedding_model=embedding_model,
+                    level=defaults.level,
+                    min_threshold=defaults.min_threshold,
+                    max_threshold=defaults.max_threshold,
+                    max_chunks=defaults.max_chunks,
+                )
+            )
+        if store.embedding_model != embedding_model:
+            raise InvalidArgument(
+                f"store {store_id!r} was indexed with embedding model {store.embedding_model!r}, "
+                f"but the configured model is {embedding_model!r}"
+            )
+        return store
+
+    def update_settings(self, store_id: str, **changes: Any) -> Store:
+        """Validate and apply setting changes (None values are ignored)."""
+        store = self.store(store_id)
+        clean: dict[str, Any] = {}
+        for key, value in changes.items():
+            if value is None:
+                continue
+            if key == "level":
+                clean[key] = parse_level(value)
+            elif key in ("min_threshold", "max_threshold"):
+                number = _number(key, value)
+                if not -1.0 <= number <= 1.0:
+                    raise InvalidArgument(f"{key} must be between -1 and 1 (cosine similarity)")
+                clean[key] = number
+            elif key == "max_chunks":
+                if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STORE_CHUNKS:
+                    raise InvalidArgument(f"max_chunks must be an integer between 1 and {MAX_STORE_CHUNKS}")
+                clean[key] = value
+            elif key in ("prompt_template", "llm_model_id", "name"):
+                if not isinstance(value, str) or not value.strip():
+                    raise InvalidArgument(f"{key} must be a non-empty string")
+                if key == "prompt_template" and not ("{context}" in value and "{question}" in value):
+                    raise InvalidArgument("prompt_template must contain {context} and {question}")
+                clean[key] = value
+            else:
+                raise InvalidArgument(f"unknown store setting {key!r}")
+        Threshold(
+            clean.get("min_threshold", store.min_threshold),
+            clean.get("max_threshold", store.max_threshold),
+        )
+        if not clean:
+            return store
+        return self._repo.update_store(store_id, **clean)
+
+    # groups (through the one writer of access state) ---------------------------------------
+    def add_member(self, group: str, member: str, actor: str) -> bool:
+        """A global membership by ``actor`` (lifts an earlier removal of the pair)."""
+        return self._access.add_member(group, member, actor)
+
+    def remove_member(self, group: str, member: str, actor: str) -> bool:
+        """A durable removal: a tombstone no manifest or re-index undoes, until ``reset_member``."""
+        self._access.remove_member(group, member, actor)
+        return True
+
+    def reset_member(self, group: str, member: str) -> None:
+        """Hand the pair back to the manifests (drop the admin's tombstone or membership)."""
+        self._access.reset_member(group, member)
+
+    def membership_views(self) -> list[MembershipView]:
+        return self._access.membership_views()
+
+    # ACLs ---------------------------------------------------------------------------------
+    def find_document_store(self, document_id: str, store_id: str | None) -> str:
+        """The store holding ``document_id`` (given, or the only one that has it)."""
+        if store_id is not None:
+            self.store(store_id)
+            if self._repo.get_document(store_id, document_id) is None:
+                raise NotFound(f"document {document_id!r} not found in store {store_id!r}")
+            return store_id
+        holders = [s.id for s in self._repo.list_stores() if self._repo.get_document(s.id, document_id)]
+        if not holders:
+            raise NotFound(f"document {document_id!r} not found")
+        if len(holders) > 1:
+            raise InvalidArgument(
+                f"document {document_id!r} is in several stores ({', '.join(holders)}): name one with --store"
+            )
+        return holders[0]
+
+    def set_acl(
+        self, document_id: str, allow: Iterable[str], deny: Iterable[str], actor: str, store_id: str | None = None
+    ) -> AclView:
+        """Replace the document's whole ACL by an admin override (in force at once, kept over every re-index)."""
+        acl = Acl.of(allow, deny)
+        store = self.find_document_store(document_id, store_id)
+        return self._access.override_acl(store, document_id, acl, actor)
+
+    def reset_acl(self, document_id: str, store_id: str | None = None) -> AclView:
+        """Drop the admin override: the manifest's (or the push's) ACL is in force again.
+
+        With ``store_id`` this also resets the override of a document that has left the store.
+        """
+        store = self.store(store_id).id if store_id is not None else self.find_document_store(document_id, None)
+        return self._access.reset_acl(store, document_id)
+
+    def acl_view(self, document_id: str, store_id: str | None = None) -> AclView:
+        """The effective ACL, its source (manifest | api | admin, who, when) and the source's value."""
+        return self._access.acl_view(self.find_document_store(document_id, store_id), document_id)

@@ -1,0 +1,1 @@
+"""Entry points: the error table, gRPC, GraphQL over HTTP, and the CLI."""

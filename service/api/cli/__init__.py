@@ -1,0 +1,1 @@
+"""The ``docqa`` command line."""

@@ -1,0 +1,110 @@
+"""``docqa doctor``: checks what the configuration promises, one line per check, never a secret."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from acl.errors import DocQAError
+from indexer.index.opensearch.versions import minimum_version
+from service.api.errors import public_message
+
+
+def cmd_doctor(args: argparse.Namespace, app: Any) -> int:
+    """Check configuration and connectivity; print one line per check; never print a secret."""
+    from sqlalchemy.engine import make_url
+
+    settings = app.settings
+    failed = 0
+
+    def line(check: str, ok: bool, detail: str) -> None:
+        nonlocal failed
+        failed += 0 if ok else 1
+        print(f"{check:<24} {'ok' if ok else 'FAIL':<5} {detail}")
+
+    # Before anything opens (and so creates) a file under the data directory.
+    for check, detail in _doctor_private_files(settings.data_dir):
+        print(f"{check:<24} {'WARN':<5} {detail}")
+
+    stores: list[Any] = []
+    database = make_url(settings.database_url).render_as_string(hide_password=True)
+    try:
+        stores = app.repository.list_stores()
+        line("settings database", True, f"{database} ({len(stores)} store(s))")
+    except DocQAError as exc:
+        line("settings database", False, f"{database}: {public_message(exc)}")
+    except Exception as exc:  # any driver error: the database is what is wrong
+        line("settings database", False, f"{database}: cannot open ({type(exc).__name__})")
+
+    _doctor_index(app, stores, line)
+    from service.generation.watsonx import check as check_generator
+
+    for name, ok, detail in check_generator(settings):
+        line(name, ok, detail)
+    return 0 if not failed else 1
+
+
+def _doctor_private_files(data_dir: Path) -> list[tuple[str, str]]:
+    """Warnings for entries under the data directory that others than its owner may read or write."""
+    from indexer.private_files import wider_than_private
+
+    if not data_dir.is_dir():
+        return []
+    wide = wider_than_private(data_dir)
+    if not wide:
+        print(f"{'data directory':<24} {'ok':<5} {data_dir}: private (files 0600, folders 0700)")
+        return []
+    shown = [(str(path), mode) for path, mode in wide[:20]]
+    more = f" (and {len(wide) - 20} more)" if len(wide) > 20 else ""
+    return [
+        (
+            "data directory",
+            f"{len(wide)} entr{'y' if len(wide) == 1 else 'ies'} under {data_dir} readable by others "
+            f"than the owner; run: chmod -R go-rwx {data_dir}{more}",
+        ),
+        *(("  private files", f"{path} is {mode:04o}") for path, mode in shown),
+    ]
+
+
+def _doctor_index(app: Any, stores: list[Any], line: Callable[[str, bool, str], None]) -> None:
+    """The index checks of ``docqa doctor``."""
+    from acl.errors import NotFound
+
+    settings = app.settings
+    backend = settings.index.backend
+    if backend != "opensearch":
+        line("index backend", True, f"{backend} (under {settings.index_dir})")
+        return
+    config = settings.index.opensearch
+    auth = "api key" if config.api_key else "username/password" if config.username else "none"
+    url = config.url or ""
+    tls = f", TLS verify {'on' if config.verify else 'OFF'}" if url.startswith("https:") else ""
+    line("index backend", True, f"opensearch at {url} (auth: {auth}{tls}, engine {config.engine})")
+    try:
+        server = app.index.server()
+    except DocQAError as exc:
+        line("opensearch reachable", False, public_message(exc))
+        return
+    version = server.version_tuple()
+    minimum = minimum_version(config.engine)
+    line(
+        "opensearch reachable",
+        server.distribution == "opensearch" and version >= minimum,
+        f"{server.distribution} {server.version}"
+        + ("" if version >= minimum else f" (engine {config.engine} needs {'.'.join(map(str, minimum))} or later)"),
+    )
+    line("k-NN plugin", server.knn_plugin, "installed" if server.knn_plugin else "missing: vector search cannot work")
+    for store in stores:
+        check = f"store {store.id}"
+        try:
+            facts, problems = app.index.check_store(store.id)
+        except NotFound:
+            line(check, False, f"no index {app.index.index_name(store.id)} (re-index the store)")
+            continue
+        except DocQAError as exc:
+            line(check, False, public_message(exc))
+            continue
+        shape = f"index {facts.name}: dimension {facts.dimension}, {facts.engine}, {facts.space_type}"
+        line(check, not problems, shape if not problems else f"{shape}; " + "; ".join(problems))

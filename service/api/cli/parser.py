@@ -1,0 +1,274 @@
+"""The command line's grammar: every command, option, help text and example."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from service.api.cli.admin import cmd_acl, cmd_db, cmd_groups, cmd_settings, cmd_stores, cmd_token
+from service.api.cli.doctor import cmd_doctor
+from service.api.cli.queries import cmd_ask, cmd_index, cmd_search
+from service.api.cli.serve import cmd_serve
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse's own exit code 2, no traceback
+        self.print_usage(sys.stderr)
+        self.exit(2, f"error: {message}\n")
+
+
+EXIT_CODES = """exit codes:
+  0  done
+  1  the work ran but failed: nothing could be indexed, a doctor check failed, the schema is out of date
+  2  bad input (an option, a question, a level, an id, a manifest)
+  3  not found: an unknown store or document, or one the user may not read
+  4  permission denied
+  5  unauthenticated
+  6  unavailable: the settings database, the index or the language model is down
+  7  deadline exceeded
+  8  configuration error (the message names the key)
+  70 internal error (re-run with --debug for the traceback)
+  130 interrupted; 141 output closed early (e.g. piped into head)"""
+
+
+def _command(sub: Any, name: str, summary: str, examples: str) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with examples."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=summary,
+        description=summary,
+        epilog="examples:\n" + examples,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="docqa",
+        description="Access-controlled document question answering.",
+        epilog="examples:\n"
+        "  docqa index examples/acme --store acme\n"
+        '  docqa ask "How many vacation days can I carry over?" --store acme --as bob\n'
+        "  docqa COMMAND --help     (every command has examples)\n\n" + EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--config", help="YAML configuration file (default: $DOCQA_CONFIG; none = built-in defaults)")
+    parser.add_argument("--data-dir", help="data directory (default: $DOCQA_DATA_DIR or ~/.local/share/docqa)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what happens (INFO level)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+
+    p = _command(
+        sub,
+        "index",
+        "index a folder (txt, md, html, pdf, docx) with its ACL manifest",
+        "  docqa index examples/acme --store acme\n"
+        "  docqa index /srv/docs --store docs --acl-manifest /etc/docqa/docs-acl.yaml --quiet\n"
+        "  docqa index /srv/docs --store docs --progress-every 60 2>> index.log   # under cron",
+    )
+    p.add_argument("path", help="the folder; a document's id is its path relative to it")
+    p.add_argument("--store", required=True, help="store id (created on first use)")
+    p.add_argument("--acl-manifest", metavar="FILE", help="ACL manifest (default: acl.yaml in the folder)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or progress lines")
+    p.add_argument(
+        "--progress-every",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds between progress lines when stderr is not a terminal (default 10)",
+    )
+    p.set_defaults(handler=cmd_index)
+
+    examples = {
+        "ask": '  docqa ask "What was the revenue in the third quarter?" --store acme --as alice\n'
+        '  docqa ask "Summarise the risks" --store acme --as alice \\\n'
+        "      --documents finance/q3-results.md finance/budget-2027.txt\n"
+        '  docqa ask "What does it say about travel?" --store acme --as alice \\\n'
+        "      --document finance/budget-2027.txt --json\n"
+        '  docqa ask "vacation carry-over" --store acme --as bob --level 0 --no-llm',
+        "search": '  docqa search "on-call rotation" --store acme --as bob\n'
+        '  docqa search "salary bands" --store acme --as erin --k 3 --json',
+    }
+    for name, handler in (("ask", cmd_ask), ("search", cmd_search)):
+        summary = (
+            "answer a question from the documents the user may read"
+            if name == "ask"
+            else ("the scored chunks the user may read, without an answer")
+        )
+        p = _command(sub, name, summary, examples[name])
+        p.add_argument("question", help="the question (at most query.max_question_chars characters)")
+        p.add_argument("--store", required=True, help="store id")
+        p.add_argument("--as", dest="as_user", required=True, metavar="USER", help="act as this user id, e.g. alice")
+        p.add_argument("--level", help="relevancy level in [0, 1]; 0 = no threshold; default: the store's level")
+        p.add_argument("--json", action="store_true", help="print one JSON object (fields in the README)")
+        if name == "ask":
+            p.add_argument(
+                "--documents", nargs="+", metavar="ID", help="MultiDocumentQuery: search only these documents"
+            )
+            p.add_argument(
+                "--document", metavar="ID", help="DocumentQuery: answer from this document (whole text when it fits)"
+            )
+            p.add_argument(
+                "--max-chunks",
+                type=int,
+                metavar="N",
+                help="chunks to use, 1 to query.max_k (default: the store's); -1 with --documents: whole documents",
+            )
+            p.add_argument("--no-llm", action="store_true", help="return the scored chunks only, no answer")
+        else:
+            p.add_argument(
+                "--k", type=int, default=10, metavar="N", help="number of chunks, 1 to query.max_k (default 10)"
+            )
+        p.set_defaults(handler=handler)
+
+    p = _command(sub, "stores", "list stores with document and chunk counts", "  docqa stores\n  docqa stores --json")
+    p.add_argument("--json", action="store_true", help="print a JSON list of every store's settings and counts")
+    p.set_defaults(handler=cmd_stores)
+
+    p = _command(
+        sub,
+        "settings",
+        "show or change a store's settings (relevancy level, thresholds, chunks, prompt, model)",
+        "  docqa settings show acme\n"
+        "  docqa settings set acme --level 0.7\n"
+        "  docqa settings set acme --min-threshold 0.15 --max-threshold 0.65 --max-chunks 5\n"
+        "  docqa settings set acme --prompt-template 'Answer from:\\n{context}\\nQuestion: {question}'",
+    )
+    p.add_argument("action", choices=["show", "set"], help="show the settings, or set the options given")
+    p.add_argument("store", help="store id")
+    p.add_argument("--level", help="default relevancy level in [0, 1] (0 = no threshold)")
+    p.add_argument("--min-threshold", metavar="X", help="cosine similarity that level 0 maps to, in [-1, 1]")
+    p.add_argument("--max-threshold", metavar="X", help="cosine similarity that level 1 maps to, in [-1, 1]")
+    p.add_argument("--max-chunks", type=int, metavar="N", help="chunks per answer, 1 to 100")
+    p.add_argument("--prompt-template", metavar="T", help="prompt with {context} and {question}")
+    p.add_argument("--llm-model-id", metavar="ID", help="the language model of this store (watsonx model id)")
+    p.add_argument("--json", action="store_true", help="print the settings as one JSON object")
+    p.set_defaults(handler=cmd_settings)
+
+    p = _command(
+        sub,
+        "groups",
+        "the group directory: admin changes win over the stores' manifests until reset",
+        "  docqa groups list --store acme\n"
+        "  docqa groups add-member finance user:frank\n"
+        "  docqa groups remove-member auditors user:carol\n"
+        "  docqa groups reset auditors user:carol",
+    )
+    gsub = p.add_subparsers(dest="action", required=True, parser_class=_Parser, metavar="ACTION")
+    for action, text, example in (
+        (
+            "add-member",
+            "add a global membership (lifts an earlier remove-member of the pair)",
+            "  docqa groups add-member finance user:frank\n  docqa groups add-member group:finance group:auditors",
+        ),
+        (
+            "remove-member",
+            "remove a membership from the global directory and from every store's manifest; "
+            "kept over every re-index until 'groups reset'",
+            "  docqa groups remove-member auditors user:carol",
+        ),
+        (
+            "reset",
+            "drop the admin's remove-member/add-member of the pair: the manifests decide again",
+            "  docqa groups reset auditors user:carol",
+        ),
+    ):
+        q = _command(gsub, action, text, example)
+        q.add_argument("group", help="group id or group:<id>")
+        q.add_argument("principal", help="user:<id> or group:<id>")
+    q = _command(
+        gsub,
+        "list",
+        "members in force by scope (global, store S's manifest); --provenance: every row and removal",
+        "  docqa groups list\n  docqa groups list --store acme\n  docqa groups list --provenance --json",
+    )
+    q.add_argument("--store", help="memberships in force for this store's documents (global + its manifest)")
+    q.add_argument("--provenance", action="store_true", help="every membership with its source, and removals")
+    q.add_argument("--json", action="store_true", help="every membership with its source, as JSON")
+    p.set_defaults(handler=cmd_groups)
+
+    p = _command(
+        sub,
+        "acl",
+        "a document's authoritative ACL: admin changes win over the manifest until reset",
+        "  docqa acl show finance/q3-results.md\n"
+        "  docqa acl set finance/q3-results.md --allow group:finance --deny user:alice\n"
+        "  docqa acl reset finance/q3-results.md",
+    )
+    asub = p.add_subparsers(dest="action", required=True, parser_class=_Parser, metavar="ACTION")
+    text = (
+        "replace the document's WHOLE ACL (allow and deny: entries not given are dropped) by an admin "
+        "override; in force on the next query and kept over every re-index until 'acl reset'"
+    )
+    q = _command(
+        asub,
+        "set",
+        text,
+        "  docqa acl set finance/q3-results.md --allow group:finance --deny user:alice\n"
+        "  docqa acl set handbook/expenses.md --store acme --allow group:everyone",
+    )
+    q.add_argument("document_id", help="the document's id (its path relative to the indexed folder)")
+    q.add_argument("--store", help="store id (needed when several stores hold the id)")
+    q.add_argument(
+        "--allow", nargs="+", metavar="P", default=[], help="principals who may read (user:<id>, group:<id>)"
+    )
+    q.add_argument("--deny", nargs="+", metavar="P", default=[], help="principals who may not, whatever --allow says")
+    for action, text, example in (
+        (
+            "reset",
+            "drop the admin override: the manifest's (or the pushing system's) ACL is in force again",
+            "  docqa acl reset finance/q3-results.md --store acme",
+        ),
+        (
+            "show",
+            "the effective ACL, its source (manifest | api | admin with who and when) and the source's value",
+            "  docqa acl show finance/q3-results.md\n  docqa acl show handbook/expenses.md --store acme",
+        ),
+    ):
+        q = _command(asub, action, text, example)
+        q.add_argument("document_id", help="the document's id")
+        q.add_argument("--store", help="store id (needed when several stores hold the id)")
+    p.set_defaults(handler=cmd_acl)
+
+    p = _command(
+        sub,
+        "doctor",
+        "check configuration and connectivity: settings database, index, language model",
+        "  docqa doctor\n  DOCQA_CONFIG=/etc/docqa/config.yaml docqa doctor",
+    )
+    p.set_defaults(handler=cmd_doctor)
+
+    p = _command(
+        sub,
+        "serve",
+        "serve gRPC and HTTP (GraphQL, health, metrics) until interrupted",
+        "  docqa serve\n  docqa serve --host 0.0.0.0 --grpc-port 50051 --http-port 8080",
+    )
+    p.add_argument("--host", help="address to listen on (default: server.host, 127.0.0.1)")
+    p.add_argument("--grpc-port", type=int, metavar="PORT", help="gRPC port (default: server.grpc_port, 50051)")
+    p.add_argument("--http-port", type=int, metavar="PORT", help="HTTP/GraphQL port (default: server.http_port, 8080)")
+    p.set_defaults(handler=cmd_serve)
+
+    p = _command(
+        sub,
+        "token",
+        "mint a bearer token (JWT) with the configured HS256 secret",
+        "  docqa token --user alice\n  docqa token --user root --admin --ttl 600",
+    )
+    p.add_argument("--user", required=True, help="user id (the token's subject)")
+    p.add_argument("--group", action="append", metavar="G", help="group id (needs auth.groups_claim); repeatable")
+    p.add_argument("--admin", action="store_true", help="give the admin role")
+    p.add_argument("--ttl", type=int, metavar="S", help="lifetime in seconds (default: auth.default_ttl_s)")
+    p.set_defaults(handler=cmd_token)
+
+    p = _command(
+        sub,
+        "db",
+        "the settings database's schema (Alembic migrations)",
+        "  docqa db current\n  DOCQA_DATABASE_URL=postgresql+psycopg://docqa@db/docqa docqa db upgrade",
+    )
+    p.add_argument("action", choices=["upgrade", "current"], help="upgrade: apply migrations; current: show revision")
+    p.set_defaults(handler=cmd_db)
+    return parser

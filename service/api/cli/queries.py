@@ -1,0 +1,151 @@
+"""``docqa index``, ``ask`` and ``search``: documents in, answers out."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from acl.errors import InvalidArgument
+from acl.model import user_principal
+
+
+def cmd_index(args: argparse.Namespace, app: Any) -> int:
+    from contextlib import nullcontext
+
+    from indexer.ingest.pipeline import folder_and_manifest
+    from service.api.cli.progress import IndexProgress
+
+    manifest = Path(args.acl_manifest) if args.acl_manifest else None
+    folder = Path(args.path)
+    if os.path.lexists(folder) or not _store_had_folder(app, args.store, folder):
+        # A missing folder is named before the model loads, unless it is the store's
+        # own folder, deleted: then the run removes its documents and manifest groups.
+        folder_and_manifest(folder, manifest)
+    ingestor = app.ingestor(args.store)
+    on_terminal = sys.stderr.isatty()
+    progress = None
+    if not args.quiet:
+        progress = IndexProgress(
+            f"indexing {args.path}", stream=sys.stderr, bar=on_terminal, interval_s=args.progress_every
+        )
+    # Library warnings (pypdf's "EOF marker not found", ...) reach the log, and
+    # on a terminal the log is written above the bar, never into it.
+    log_above_bar: Any = nullcontext()
+    if progress is not None and on_terminal:
+        from tqdm.contrib.logging import logging_redirect_tqdm
+
+        log_above_bar = logging_redirect_tqdm()
+    try:
+        with log_above_bar:
+            report = ingestor.index_folder(
+                Path(args.path),
+                manifest,
+                progress=progress.on_files if progress else None,
+                on_total=progress.on_total if progress else None,
+                on_chunks=progress.on_chunks if progress else None,
+            )
+    finally:
+        if progress is not None:
+            progress.close()
+    for name, reason in sorted({**report.refused, **report.failed}.items()):
+        print(f"skipped {name}: {reason}", file=sys.stderr)
+    for name in report.unmatched:
+        print(f"note: {name}: no rule of the ACL manifest matches it, so nobody may read it", file=sys.stderr)
+    print(
+        f"store {args.store}: {len(report.indexed)} indexed ({report.chunks} chunks), "
+        f"{len(report.unchanged)} unchanged, {len(report.acl_updated)} ACL updated, "
+        f"{len(report.removed)} removed, {len(report.failed)} failed"
+        + (f", {len(report.refused)} refused (links, special files, bad names)" if report.refused else "")
+        + (f", {len(report.skipped)} unsupported files ignored" if report.skipped else "")
+    )
+    if not report.ok:
+        print("error: no document could be indexed", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _store_had_folder(app: Any, store_id: str, folder: Path) -> bool:
+    """Whether ``store_id`` holds documents indexed from ``folder`` (which may be gone now)."""
+    if app.repository.get_store(store_id) is None:
+        return False
+    return bool(app.repository.list_documents(store_id, origin=f"folder:{folder.resolve()}"))
+
+
+def _print_answer(answer: Any, user: str, out: TextIO) -> None:
+    if answer.answer is not None:
+        print(f"Answer for {user}:", file=out)
+        for line in answer.answer.splitlines():
+            print(f"  {line}", file=out)
+        print(file=out)
+    if answer.chunks:
+        print("Sources:", file=out)
+        for number, chunk in enumerate(answer.chunks, start=1):
+            where = " › ".join(chunk.heading_path) or chunk.title
+            score = "n/a" if chunk.score is None else f"{chunk.score:.3f}"
+            relevance = "n/a" if chunk.relevance is None else f"{chunk.relevance:.2f}"
+            print(f"  [{number}] {chunk.document_id} — {where}", file=out)
+            print(f"      score {score}  relevance {relevance}  ({chunk.source_uri})", file=out)
+            snippet = " ".join(chunk.text.split())
+            print(f"      {snippet[:200]}{'…' if len(snippet) > 200 else ''}", file=out)
+    elif answer.answer is None:
+        print("No relevant chunk found.", file=out)
+    threshold = "off" if answer.threshold is None else f"{answer.threshold:.3f} (level {answer.level})"
+    print(f"threshold {threshold} · query {answer.query_id}", file=out)
+    if answer.retry_without_threshold_allowed:
+        print("You may re-run the query with --level 0 to drop the threshold.", file=out)
+
+
+def cmd_ask(args: argparse.Namespace, app: Any) -> int:
+    from service.domain.queries import Caller, DocumentQuery, MultiDocumentQuery, VectorQuery
+
+    caller = Caller(args.as_user)
+    user_principal(args.as_user)  # validates the user id before any work
+    if args.max_chunks is not None and args.max_chunks != -1:
+        _check_k("--max-chunks", args.max_chunks, app, " (or -1 with --documents for whole documents)")
+    query: Any
+    if args.document is not None and args.documents:
+        raise InvalidArgument("use either --document or --documents, not both")
+    if args.document is not None:
+        if args.max_chunks is not None:
+            raise InvalidArgument("--max-chunks does not apply to --document")
+        query = DocumentQuery(args.store, args.question, args.document, args.level, not args.no_llm)
+    elif args.documents:
+        query = MultiDocumentQuery(
+            args.store, args.question, tuple(args.documents), args.level, args.max_chunks, not args.no_llm
+        )
+    else:
+        query = VectorQuery(args.store, args.question, args.level, args.max_chunks, not args.no_llm)
+    answer = app.engine.ask(caller, query)
+    if args.json:
+        print(json.dumps(answer.to_dict(), ensure_ascii=False))
+    else:
+        _print_answer(answer, args.as_user, sys.stdout)
+    return 0
+
+
+def _check_k(option: str, value: int, app: Any, hint: str = "") -> None:
+    """Name the option, not the API field, when a chunk count is out of range (the engine's own rule)."""
+    from service.domain.limits import Limits
+
+    try:
+        Limits(max_k=app.settings.query.max_k).chunk_count(value, value, name=option)
+    except InvalidArgument as exc:
+        raise InvalidArgument(f"{exc.message}{hint}, got {value}") from None
+
+
+def cmd_search(args: argparse.Namespace, app: Any) -> int:
+    from service.domain.queries import Caller, VectorQuery
+
+    caller = Caller(args.as_user)
+    user_principal(args.as_user)
+    _check_k("--k", args.k, app)
+    answer = app.engine.ask(caller, VectorQuery(args.store, args.question, args.level, args.k, perform_llm_query=False))
+    if args.json:
+        print(json.dumps(answer.to_dict(), ensure_ascii=False))
+    else:
+        _print_answer(answer, args.as_user, sys.stdout)
+    return 0

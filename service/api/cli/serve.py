@@ -1,0 +1,45 @@
+"""``docqa serve``: the gRPC and HTTP servers, until SIGINT or SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def cmd_serve(args: argparse.Namespace, app: Any) -> int:
+    """Serve gRPC and HTTP (GraphQL, health, /metrics) until interrupted (SIGINT/SIGTERM)."""
+    import signal
+    import threading
+
+    from service.api.graphql.schema import GraphQLServices
+    from service.api.grpc.server import services_for, start_grpc
+    from service.api.http import start_http
+    from service.observability.metrics import Metrics
+
+    services = services_for(app, Metrics())
+    config = app.settings.server
+    grpc_server = start_grpc(services, args.host, args.grpc_port)
+    try:
+        http = start_http(
+            GraphQLServices(app, services.authenticator, services.queries, services.metrics),
+            args.host,
+            args.http_port,
+        )
+    except BaseException:
+        grpc_server.stop(0)
+        raise
+    host = args.host or config.host
+    print(f"gRPC on {host}:{grpc_server.port}; GraphQL on http://{host}:{http.port}/graphql", flush=True)
+    stop = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5):
+            if not http.thread.is_alive():
+                print("error: the HTTP server stopped", file=sys.stderr)
+                return 1
+    finally:
+        http.stop()
+        grpc_server.stop(5.0)
+    return 0

@@ -1,0 +1,1 @@
+"""The GraphQL schema (strawberry)."""

@@ -1,0 +1,84 @@
+"""GraphQL types and resolvers of access state: a document's ACL with its provenance, admin changes (admin only)."""
+
+from __future__ import annotations
+
+import strawberry
+
+from acl.model import Acl
+from service.access.state import AclView
+from service.bootstrap import App
+from service.persistence.ports import ADMIN_SOURCE
+from service.security.tokens import Identity, require_admin
+
+
+@strawberry.type(description="Principals ('user:<id>', 'group:<id>') allowed and denied; deny wins.")
+class AclEntries:
+    allow: list[str]
+    deny: list[str]
+
+    @staticmethod
+    def of(acl: Acl) -> AclEntries:
+        return AclEntries(allow=sorted(acl.allow), deny=sorted(acl.deny))
+
+
+@strawberry.type(description="A document's effective ACL, its source, and the source's ACL when an admin's differs.")
+class DocumentAcl:
+    store_id: str
+    document_id: str
+    allow: list[str]
+    deny: list[str]
+    source: str = strawberry.field(description="admin | manifest | api")
+    changed_by: str | None = strawberry.field(description="With source admin: who changed it.")
+    changed_at: str | None = strawberry.field(description="With source admin: when (ISO 8601, UTC).")
+    source_acl: AclEntries | None = strawberry.field(
+        description="With source admin: the manifest's (or push's) ACL, when it differs."
+    )
+
+    @staticmethod
+    def of(view: AclView) -> DocumentAcl:
+        admin = view.source == ADMIN_SOURCE
+        differs = admin and view.ingested is not None and view.ingested != view.effective
+        return DocumentAcl(
+            store_id=view.store_id,
+            document_id=view.document_id,
+            allow=sorted(view.effective.allow),
+            deny=sorted(view.effective.deny),
+            source=view.source,
+            changed_by=view.changed_by if admin else None,
+            changed_at=view.changed_at.isoformat() if admin and view.changed_at else None,
+            source_acl=AclEntries.of(view.ingested) if differs and view.ingested is not None else None,
+        )
+
+
+def _actor(identity: Identity) -> str:
+    require_admin(identity)
+    return f"graphql:{identity.user_id}"
+
+
+def document_acl(app: App, identity: Identity, document_id: str, store_id: str | None) -> DocumentAcl:
+    require_admin(identity)
+    return DocumentAcl.of(app.admin_without_index().acl_view(document_id, store_id))
+
+
+def set_document_acl(
+    app: App, identity: Identity, document_id: str, allow: list[str], deny: list[str], store_id: str | None
+) -> DocumentAcl:
+    return DocumentAcl.of(app.admin.set_acl(document_id, allow, deny, _actor(identity), store_id))
+
+
+def reset_document_acl(app: App, identity: Identity, document_id: str, store_id: str | None) -> DocumentAcl:
+    require_admin(identity)
+    return DocumentAcl.of(app.admin.reset_acl(document_id, store_id))
+
+
+def change_member(app: App, identity: Identity, action: str, group: str, member: str) -> bool:
+    """``add``: a global admin membership; ``remove``: a tombstone; ``reset``: back to the manifests."""
+    actor = _actor(identity)
+    admin = app.admin_without_index()
+    group = group if group.startswith("group:") else f"group:{group}"
+    if action == "add":
+        return admin.add_member(group, member, actor)
+    if action == "remove":
+        return admin.remove_member(group, member, actor)
+    admin.reset_member(group, member)
+    return True

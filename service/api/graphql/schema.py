@@ -1,0 +1,435 @@
+"""The GraphQL schema (strawberry): the three queries, stores, settings mutations, the audit trail.
+
+Resolvers are thin: they take the caller from the verified bearer token in the
+request context, call the same audited engine and admin as gRPC, and errors
+carry ``extensions.code`` from the one error table (``service.api.errors``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import strawberry
+from strawberry.extensions import MaxAliasesLimiter, MaxTokensLimiter, QueryDepthLimiter, SchemaExtension
+from strawberry.types import Info
+
+from acl.errors import DocQAError
+from graphql import GraphQLError
+from service.access.store_summaries import StoreSummaries, StoreSummary, Viewer
+from service.api.audit import AuditedQueries
+from service.api.errors import mapping_for, public_message
+from service.api.graphql.access import DocumentAcl, change_member, document_acl, reset_document_acl, set_document_acl
+from service.bootstrap import App
+from service.domain.queries import Answer, DocumentQuery, MultiDocumentQuery, SourceChunk, VectorQuery
+from service.observability.metrics import Metrics
+from service.security.tokens import Authenticator, Identity, require_admin
+
+log = logging.getLogger("docqa.graphql")
+T = TypeVar("T")
+
+
+@dataclass
+class GraphQLServices:
+    app: App
+    authenticator: Authenticator
+    queries: AuditedQueries
+    metrics: Metrics
+
+
+@dataclass
+class RequestContext:
+    """Per request: the ``authorization`` header, verified on first use."""
+
+    services: GraphQLServices
+    authorization: str | None
+    _identity: list[Identity] = field(default_factory=list)
+
+    def identity(self) -> Identity:
+        if not self._identity:
+            self._identity.append(self.services.authenticator.identify(self.authorization))
+        return self._identity[0]
+
+
+async def _run(info: Info[RequestContext, None], name: str, work: Callable[[RequestContext], T]) -> T:
+    """Run blocking work off the event loop and count the call by outcome."""
+    context = info.context
+    try:
+        result = await asyncio.to_thread(work, context)
+    except Exception as exc:
+        context.services.metrics.requests.labels("graphql", name, mapping_for(exc).grpc_status).inc()
+        raise
+    context.services.metrics.requests.labels("graphql", name, "OK").inc()
+    return result
+
+
+# ---------------------------------------------------------------------------- types
+@strawberry.type(description="A chunk an answer is based on, with its raw score and 0-1 relevance.")
+class Chunk:
+    document_id: str
+    chunk_id: str
+    title: str
+    source_uri: str
+    text: str
+    heading_path: list[str]
+    score: float | None
+    relevance: float | None
+    start: int
+    end: int
+
+    @staticmethod
+    def of(chunk: SourceChunk) -> Chunk:
+        return Chunk(
+            document_id=chunk.document_id,
+            chunk_id=chunk.chunk_id,
+            title=chunk.title,
+            source_uri=chunk.source_uri,
+            text=chunk.text,
+            heading_path=list(chunk.heading_path),
+            score=chunk.score,
+            relevance=chunk.relevance,
+            start=chunk.start,
+            end=chunk.end,
+        )
+
+
+@strawberry.type(description="Milliseconds one step of a query took.")
+class Timing:
+    name: str
+    ms: float
+
+
+@strawberry.type(description="What every query class returns (the same shape as gRPC's QueryResponse).")
+class QueryResult:
+    query_id: str
+    query_class: str
+    answer: str | None
+    chunks: list[Chunk]
+    threshold: float | None
+    level: float | None
+    no_relevant_document: bool
+    retry_without_threshold_allowed: bool
+    model_id: str | None
+    llm_called: bool
+    input_tokens: int
+    output_tokens: int
+    generation_error: str | None
+    timings_ms: list[Timing]
+
+    @staticmethod
+    def of(answer: Answer) -> QueryResult:
+        return QueryResult(
+            query_id=answer.query_id,
+            query_class=answer.query_class,
+            answer=answer.answer,
+            chunks=[Chunk.of(c) for c in answer.chunks],
+            threshold=answer.threshold,
+            level=answer.level,
+            no_relevant_document=answer.no_relevant_document,
+            retry_without_threshold_allowed=answer.retry_without_threshold_allowed,
+            model_id=answer.model_id,
+            llm_called=answer.llm_called,
+            input_tokens=answer.input_tokens,
+            output_tokens=answer.output_tokens,
+            generation_error=answer.generation_error,
+            timings_ms=[Timing(name=k, ms=v) for k, v in answer.timings_ms.items()],
+        )
+
+
+@strawberry.type(
+    description="A store and its query settings. Counts are of the documents the caller may read; "
+    "model ids and the prompt template are null unless the caller is an admin."
+)
+class StoreSettings:
+    id: str
+    name: str
+    embedding_model: str | None
+    level: float
+    min_threshold: float
+    max_threshold: float
+    max_chunks: int
+    prompt_template: str | None
+    llm_model_id: str | None
+    documents: int
+    chunks: int
+
+    @staticmethod
+    def of(summary: StoreSummary) -> StoreSettings:
+        s = summary.store
+        return StoreSettings(
+            id=s.id,
+            name=s.name,
+            embedding_model=summary.embedding_model,
+            level=s.level,
+            min_threshold=s.min_threshold,
+            max_threshold=s.max_threshold,
+            max_chunks=s.max_chunks,
+            prompt_template=summary.prompt_template,
+            llm_model_id=summary.llm_model_id,
+            documents=summary.documents,
+            chunks=summary.chunks,
+        )
+
+
+@strawberry.input(description="Settings to change; absent fields are left as they are.")
+class StoreSettingsInput:
+    level: float | None = None
+    min_threshold: float | None = None
+    max_threshold: float | None = None
+    max_chunks: int | None = None
+    prompt_template: str | None = None
+    llm_model_id: str | None = None
+
+
+@strawberry.type(description="One audited query (never its question or any text).")
+class AuditEntry:
+    query_id: str
+    user_id: str
+    store_id: str
+    query_class: str
+    document_ids: list[str]
+    chunk_ids: list[str]
+    threshold: float | None
+    timings_ms: list[Timing]
+    outcome: str
+    interface: str
+    created_at: str
+
+
+def _viewer(context: RequestContext) -> tuple[StoreSummaries, Viewer]:
+    repository = context.services.app.repository
+    return StoreSummaries(repository), Viewer.of(context.identity().caller())
+
+
+def _summary(context: RequestContext, store_id: str) -> StoreSummary:
+    listing, viewer = _viewer(context)
+    return listing.one(store_id, viewer)
+
+
+def _ask(context: RequestContext, query: VectorQuery | MultiDocumentQuery | DocumentQuery) -> QueryResult:
+    return QueryResult.of(context.services.queries.ask(context.identity(), query, "graphql"))
+
+
+def _set(context: RequestContext, store_id: str, changes: dict[str, Any]) -> StoreSettings:
+    require_admin(context.identity())
+    context.services.app.admin_without_index().update_settings(store_id, **changes)
+    return StoreSettings.of(_summary(context, store_id))
+
+
+# ---------------------------------------------------------------------------- operations
+@strawberry.type
+class Query:
+    @strawberry.field(description="A question over the whole store (ACL applied inside the search).")
+    async def vector_query(
+        self,
+        info: Info[RequestContext, None],
+        store_id: str,
+        question: str,
+        level: float | None = None,
+        max_chunks: int | None = None,
+        perform_llm_query: bool = True,
+    ) -> QueryResult:
+        query = VectorQuery(store_id, question, level, max_chunks, perform_llm_query)
+        return await _run(info, "vectorQuery", lambda c: _ask(c, query))
+
+    @strawberry.field(description="A question over chosen documents; maxChunks -1 sends the whole documents.")
+    async def multi_document_query(
+        self,
+        info: Info[RequestContext, None],
+        store_id: str,
+        question: str,
+        document_ids: list[str],
+        level: float | None = None,
+        max_chunks: int | None = None,
+        perform_llm_query: bool = True,
+    ) -> QueryResult:
+        query = MultiDocumentQuery(store_id, question, tuple(document_ids), level, max_chunks, perform_llm_query)
+        return await _run(info, "multiDocumentQuery", lambda c: _ask(c, query))
+
+    @strawberry.field(description="A question about one document (its whole text while it fits).")
+    async def document_query(
+        self,
+        info: Info[RequestContext, None],
+        store_id: str,
+        question: str,
+        document_id: str,
+        level: float | None = None,
+        perform_llm_query: bool = True,
+    ) -> QueryResult:
+        query = DocumentQuery(store_id, question, document_id, level, perform_llm_query)
+        return await _run(info, "documentQuery", lambda c: _ask(c, query))
+
+    @strawberry.field(description="The stores where the caller may read a document, with counts of what they may read.")
+    async def stores(self, info: Info[RequestContext, None]) -> list[StoreSettings]:
+        def work(context: RequestContext) -> list[StoreSettings]:
+            listing, viewer = _viewer(context)
+            return [StoreSettings.of(s) for s in listing.list(viewer)]
+
+        return await _run(info, "stores", work)
+
+    @strawberry.field(description="One store's settings (NOT_FOUND where the caller may read nothing).")
+    async def store(self, info: Info[RequestContext, None], store_id: str) -> StoreSettings:
+        def work(context: RequestContext) -> StoreSettings:
+            return StoreSettings.of(_summary(context, store_id))
+
+        return await _run(info, "store", work)
+
+    @strawberry.field(description="Audited queries: the caller's own; an admin may name a user or see all.")
+    async def audit_entries(
+        self, info: Info[RequestContext, None], user_id: str | None = None, limit: int = 100
+    ) -> list[AuditEntry]:
+        def work(context: RequestContext) -> list[AuditEntry]:
+            records = context.services.queries.entries(context.identity(), user_id, limit)
+            return [
+                AuditEntry(
+                    query_id=r.query_id,
+                    user_id=r.user_id,
+                    store_id=r.store_id,
+                    query_class=r.query_class,
+                    document_ids=list(r.document_ids),
+                    chunk_ids=list(r.chunk_ids),
+                    threshold=r.threshold,
+                    timings_ms=[Timing(name=k, ms=v) for k, v in r.timings_ms.items()],
+                    outcome=r.outcome,
+                    interface=r.interface,
+                    created_at=r.created_at.isoformat(),
+                )
+                for r in records
+            ]
+
+        return await _run(info, "auditEntries", work)
+
+    @strawberry.field(description="A document's effective ACL and where it came from (admin only).")
+    async def document_acl(
+        self, info: Info[RequestContext, None], document_id: str, store_id: str | None = None
+    ) -> DocumentAcl:
+        return await _run(
+            info, "documentAcl", lambda c: document_acl(c.services.app, c.identity(), document_id, store_id)
+        )
+
+
+@strawberry.type
+class Mutation:
+    @strawberry.mutation(description="Set a store's relevancy level in [0, 1] (admin only).")
+    async def set_relevancy_level(self, info: Info[RequestContext, None], store_id: str, level: float) -> StoreSettings:
+        return await _run(info, "setRelevancyLevel", lambda c: _set(c, store_id, {"level": level}))
+
+    @strawberry.mutation(description="Change any of a store's settings (admin only).")
+    async def update_store_settings(
+        self, info: Info[RequestContext, None], store_id: str, settings: StoreSettingsInput
+    ) -> StoreSettings:
+        changes = {k: v for k, v in vars(settings).items() if v is not None}
+        return await _run(info, "updateStoreSettings", lambda c: _set(c, store_id, changes))
+
+    @strawberry.mutation(
+        description="Replace a document's WHOLE ACL (allow and deny) by an admin override, kept over every "
+        "re-index until resetDocumentAcl (admin only)."
+    )
+    async def set_document_acl(
+        self,
+        info: Info[RequestContext, None],
+        document_id: str,
+        allow: list[str],
+        deny: list[str] | None = None,
+        store_id: str | None = None,
+    ) -> DocumentAcl:
+        return await _run(
+            info,
+            "setDocumentAcl",
+            lambda c: set_document_acl(c.services.app, c.identity(), document_id, allow, deny or [], store_id),
+        )
+
+    @strawberry.mutation(description="Hand a document back to its manifest's (or push's) ACL (admin only).")
+    async def reset_document_acl(
+        self, info: Info[RequestContext, None], document_id: str, store_id: str | None = None
+    ) -> DocumentAcl:
+        return await _run(
+            info, "resetDocumentAcl", lambda c: reset_document_acl(c.services.app, c.identity(), document_id, store_id)
+        )
+
+    @strawberry.mutation(description="Add a global group membership; lifts an earlier removal (admin only).")
+    async def add_group_member(self, info: Info[RequestContext, None], group: str, member: str) -> bool:
+        return await _run(
+            info, "addGroupMember", lambda c: change_member(c.services.app, c.identity(), "add", group, member)
+        )
+
+    @strawberry.mutation(
+        description="Remove a membership everywhere (global and every store's manifest), kept over every "
+        "re-index until resetGroupMember (admin only)."
+    )
+    async def remove_group_member(self, info: Info[RequestContext, None], group: str, member: str) -> bool:
+        return await _run(
+            info, "removeGroupMember", lambda c: change_member(c.services.app, c.identity(), "remove", group, member)
+        )
+
+    @strawberry.mutation(
+        description="Drop the admin's change of a membership: the manifests decide again (admin only)."
+    )
+    async def reset_group_member(self, info: Info[RequestContext, None], group: str, member: str) -> bool:
+        return await _run(
+            info, "resetGroupMember", lambda c: change_member(c.services.app, c.identity(), "reset", group, member)
+        )
+
+
+# ---------------------------------------------------------------------------- errors
+def _public(error: GraphQLError) -> GraphQLError:
+    original = error.original_error
+    if original is None:  # a syntax or validation error (depth, tokens, unknown field): about the query itself
+        code = "GRAPHQL_VALIDATION_FAILED"
+        message = error.message
+    else:
+        if isinstance(original, GraphQLError) and original.original_error is not None:
+            original = original.original_error
+        code = mapping_for(original).graphql_code
+        message = public_message(original)
+        if not isinstance(original, DocQAError) and not isinstance(original, GraphQLError):
+            log.error("internal error in %s", error.path, exc_info=original)
+        elif isinstance(original, GraphQLError):  # e.g. a bad argument type found while executing
+            code, message = "BAD_USER_INPUT", original.message
+    return GraphQLError(
+        message,
+        nodes=error.nodes,
+        source=error.source,
+        positions=error.positions,
+        path=error.path,
+        extensions={"code": code},
+    )
+
+
+class ErrorCodes(SchemaExtension):
+    """Every error leaves with a plain message and ``extensions.code``; internals never leave."""
+
+    def on_operation(self) -> Iterator[None]:
+        yield
+        result = self.execution_context.result
+        if result is not None and result.errors:
+            result.errors = [_public(e) for e in result.errors]
+
+
+class _Schema(strawberry.Schema):
+    def process_errors(self, errors: list[GraphQLError], execution_context: Any = None) -> None:
+        for error in errors:  # our own errors are answers, not incidents
+            if not isinstance(error.original_error, DocQAError):
+                log.debug("GraphQL error: %s", error.message)
+
+
+def build_schema(max_depth: int = 8, max_tokens: int = 2000, max_aliases: int = 15) -> strawberry.Schema:
+    """The schema with its limits (depth, tokens, aliases) and error codes."""
+    return _Schema(
+        query=Query,
+        mutation=Mutation,
+        extensions=[
+            lambda: QueryDepthLimiter(max_depth=max_depth),
+            lambda: MaxTokensLimiter(max_token_count=max_tokens),
+            lambda: MaxAliasesLimiter(max_alias_count=max_aliases),
+            ErrorCodes,
+        ],
+    )
+
+
+def schema_sdl() -> str:
+    """The SDL of the schema, as kept in ``graphql/schema.graphql``."""
+    return build_schema().as_str() + "\n"

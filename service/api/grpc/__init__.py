@@ -1,0 +1,1 @@
+"""The gRPC servicers, their shared context, the server, and stub generation."""

@@ -1,0 +1,233 @@
+"""``docqa.v1.AdminService`` (store settings, audit trail) and ``docqa.v1.IndexingService`` (pushes)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+
+from acl.errors import DocQAError, InvalidArgument
+from acl.model import Acl
+from service.access.state import AclView
+from service.access.store_summaries import StoreSummaries, StoreSummary, Viewer
+from service.api.errors import mapping_for, public_message
+from service.api.grpc.context import Services, rpc
+from service.persistence.ports import ADMIN_SOURCE
+from service.security.tokens import require_admin
+
+_SETTINGS = ("level", "min_threshold", "max_threshold", "max_chunks", "prompt_template", "llm_model_id")
+
+
+def settings_message(services: Services, summary: StoreSummary) -> Any:
+    """A store's settings as the viewer may see them; admin-only fields are left absent (empty)."""
+    store = summary.store
+    return services.stubs.admin.StoreSettings(
+        store_id=store.id,
+        name=store.name,
+        embedding_model=summary.embedding_model or "",
+        level=store.level,
+        min_threshold=store.min_threshold,
+        max_threshold=store.max_threshold,
+        max_chunks=store.max_chunks,
+        prompt_template=summary.prompt_template or "",
+        llm_model_id=summary.llm_model_id or "",
+        documents=summary.documents,
+        chunks=summary.chunks,
+    )
+
+
+class AdminServicer:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def _listing(self, context: grpc.ServicerContext) -> tuple[StoreSummaries, Viewer]:
+        repository = self.services.app.repository
+        return StoreSummaries(repository), Viewer.of(self.services.identity(context).caller())
+
+    @rpc
+    def GetStoreSettings(self, request: Any, context: grpc.ServicerContext) -> Any:
+        # Any verified caller, for a store where they may read a document; admins see every setting.
+        listing, viewer = self._listing(context)
+        return settings_message(self.services, listing.one(request.store_id, viewer))
+
+    @rpc
+    def SetStoreSettings(self, request: Any, context: grpc.ServicerContext) -> Any:
+        require_admin(self.services.identity(context))
+        changes = {name: getattr(request, name) for name in _SETTINGS if request.HasField(name)}
+        self.services.app.admin_without_index().update_settings(request.store_id, **changes)
+        listing, viewer = self._listing(context)
+        return settings_message(self.services, listing.one(request.store_id, viewer))
+
+    @rpc
+    def ListStores(self, request: Any, context: grpc.ServicerContext) -> Any:
+        listing, viewer = self._listing(context)
+        return self.services.stubs.admin.ListStoresResponse(
+            stores=[settings_message(self.services, s) for s in listing.list(viewer)]
+        )
+
+    @rpc
+    def ListAuditEntries(self, request: Any, context: grpc.ServicerContext) -> Any:
+        identity = self.services.identity(context)
+        records = self.services.queries.entries(identity, request.user_id or None, request.limit or 100)
+        entry = self.services.stubs.admin.AuditEntry
+        entries = []
+        for r in records:
+            message = entry(
+                query_id=r.query_id,
+                user_id=r.user_id,
+                store_id=r.store_id,
+                query_class=r.query_class,
+                document_ids=list(r.document_ids),
+                chunk_ids=list(r.chunk_ids),
+                timings_ms=dict(r.timings_ms),
+                outcome=r.outcome,
+                created_at=r.created_at.isoformat(),
+            )
+            if r.threshold is not None:
+                message.threshold = r.threshold
+            entries.append(message)
+        return self.services.stubs.admin.ListAuditEntriesResponse(entries=entries)
+
+    def _member(self, request: Any, context: grpc.ServicerContext, action: str) -> Any:
+        identity = self.services.identity(context)
+        require_admin(identity)
+        group = request.group if request.group.startswith("group:") else f"group:{request.group}"
+        admin = self.services.app.admin_without_index()
+        actor = f"grpc:{identity.user_id}"
+        if action == "add":
+            changed = admin.add_member(group, request.member, actor)
+        elif action == "remove":
+            changed = admin.remove_member(group, request.member, actor)
+        else:
+            admin.reset_member(group, request.member)
+            changed = True
+        return self.services.stubs.admin.GroupMemberResponse(changed=changed)
+
+    @rpc
+    def AddGroupMember(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._member(request, context, "add")
+
+    @rpc
+    def RemoveGroupMember(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._member(request, context, "remove")
+
+    @rpc
+    def ResetGroupMember(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._member(request, context, "reset")
+
+
+def _acl(message: Any) -> Acl:
+    return Acl.of(message.allow, message.deny)
+
+
+class IndexingServicer:
+    """Content-management plugins push documents; every call needs the admin role."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def _upsert(self, request: Any) -> Any:
+        if not request.document_id or len(request.document_id) > 1000:
+            raise InvalidArgument("document_id must be 1 to 1000 characters")
+        kind = request.WhichOneof("content")
+        if kind is None:
+            raise InvalidArgument("give the document's text or its bytes with a content type")
+        if kind == "text":
+            data, content_type = request.text.encode("utf-8"), request.content_type or "text/plain"
+        else:
+            if not request.content_type:
+                raise InvalidArgument("content_type is required with data")
+            data, content_type = request.data, request.content_type
+        if not request.HasField("acl"):
+            raise InvalidArgument("acl is required (principals that may read the document)")
+        acl = _acl(request.acl)
+        # A store is created only on request: a mistyped store id is NOT_FOUND.
+        report = self.services.app.ingestor(request.store_id, create=request.create_store).upsert_bytes(
+            request.document_id,
+            data,
+            content_type,
+            acl=acl,
+            title=request.title or None,
+            source_uri=request.source_uri,
+        )
+        outcome = "indexed" if report.indexed else "acl_updated" if report.acl_updated else "unchanged"
+        return self.services.stubs.indexing.UpsertDocumentResponse(
+            document_id=request.document_id, outcome=outcome, chunks=report.chunks
+        )
+
+    @rpc
+    def UpsertDocument(self, request: Any, context: grpc.ServicerContext) -> Any:
+        require_admin(self.services.identity(context))
+        return self._upsert(request)
+
+    @rpc
+    def DeleteDocument(self, request: Any, context: grpc.ServicerContext) -> Any:
+        require_admin(self.services.identity(context))
+        store = self.services.app.admin_without_index().find_document_store(
+            request.document_id, request.store_id or None
+        )
+        self.services.app.ingestor(store, create=False).delete(request.document_id)
+        return self.services.stubs.indexing.DeleteDocumentResponse()
+
+    def _acl_state(self, view: AclView) -> Any:
+        common = self.services.stubs.common
+        reply = self.services.stubs.indexing.SetDocumentAclResponse(
+            acl=common.Acl(allow=sorted(view.effective.allow), deny=sorted(view.effective.deny)),
+            source=view.source,
+            store_id=view.store_id,
+        )
+        if view.source == ADMIN_SOURCE:
+            reply.changed_by = view.changed_by or ""
+            reply.changed_at = "" if view.changed_at is None else view.changed_at.isoformat()
+            if view.ingested is not None and view.ingested != view.effective:
+                reply.source_acl.CopyFrom(
+                    common.Acl(allow=sorted(view.ingested.allow), deny=sorted(view.ingested.deny))
+                )
+        return reply
+
+    @rpc
+    def SetDocumentAcl(self, request: Any, context: grpc.ServicerContext) -> Any:
+        identity = self.services.identity(context)
+        require_admin(identity)
+        view = self.services.app.admin.set_acl(
+            request.document_id,
+            request.acl.allow,
+            request.acl.deny,
+            f"grpc:{identity.user_id}",
+            request.store_id or None,
+        )
+        return self._acl_state(view)
+
+    @rpc
+    def GetDocumentAcl(self, request: Any, context: grpc.ServicerContext) -> Any:
+        require_admin(self.services.identity(context))
+        view = self.services.app.admin_without_index().acl_view(request.document_id, request.store_id or None)
+        return self._acl_state(view)
+
+    @rpc
+    def ResetDocumentAcl(self, request: Any, context: grpc.ServicerContext) -> Any:
+        require_admin(self.services.identity(context))
+        return self._acl_state(self.services.app.admin.reset_acl(request.document_id, request.store_id or None))
+
+    @rpc
+    def BulkUpsert(self, request_iterator: Iterator[Any], context: grpc.ServicerContext) -> Any:
+        require_admin(self.services.identity(context))
+        result = self.services.stubs.indexing.BulkUpsertResult
+        results = []
+        for request in request_iterator:
+            try:
+                done = self._upsert(request)
+            except DocQAError as exc:
+                mapping = mapping_for(exc)
+                results.append(
+                    result(
+                        document_id=request.document_id,
+                        ok=False,
+                        outcome=mapping.grpc_status,
+                        error=public_message(exc),
+                    )
+                )
+            else:
+                results.append(result(document_id=done.document_id, ok=True, outcome=done.outcome, chunks=done.chunks))
+        return self.services.stubs.indexing.BulkUpsertResponse(results=results)

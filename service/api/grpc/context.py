@@ -1,0 +1,104 @@
+"""What every gRPC servicer shares: the caller's identity, error mapping, deadlines, metrics."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+
+from acl.errors import DeadlineExceeded, DocQAError, Unauthenticated
+from service.api.audit import AuditedQueries
+from service.api.errors import mapping_for, public_message
+from service.api.grpc.stubs import Stubs
+from service.bootstrap import App
+from service.observability.metrics import Metrics
+from service.security.tokens import Authenticator, Identity
+
+log = logging.getLogger("docqa.grpc")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class Services:
+    """The application as the servicers see it."""
+
+    app: App
+    stubs: Stubs
+    authenticator: Authenticator
+    queries: AuditedQueries
+    metrics: Metrics
+
+    def identity(self, context: grpc.ServicerContext) -> Identity:
+        """The verified caller of this call (from the ``authorization`` metadata only)."""
+        values = [v for k, v in context.invocation_metadata() if k == "authorization"]
+        if len(values) > 1:
+            raise Unauthenticated("send exactly one authorization header")
+        value = values[0] if values else None
+        if isinstance(value, bytes):  # pragma: no cover - only -bin keys carry bytes
+            raise Unauthenticated("invalid token")
+        return self.authenticator.identify(value)
+
+
+def check_deadline(context: grpc.ServicerContext) -> None:
+    """DeadlineExceeded when the client's deadline has already passed (no work is started for it)."""
+    remaining = context.time_remaining()
+    if remaining is not None and remaining <= 0:
+        raise DeadlineExceeded("the deadline passed before the request could be answered")
+
+
+def _status(error: BaseException) -> tuple[grpc.StatusCode, str]:
+    mapping = mapping_for(error)
+    if mapping.grpc_status == "INTERNAL":
+        log.error("internal error", exc_info=error)
+    return grpc.StatusCode[mapping.grpc_status], public_message(error)
+
+
+def rpc(method: F) -> F:
+    """Wrap a servicer method: map our errors to status codes, hide the rest, count the call.
+
+    ``context.abort`` is called outside the ``try`` so its own exception is never re-mapped.
+    """
+    name = method.__name__
+
+    if inspect.isgeneratorfunction(method):
+
+        @functools.wraps(method)
+        def streaming(self: Any, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+            failure: BaseException | None = None
+            try:
+                check_deadline(context)
+                yield from method(self, request, context)
+            except (DocQAError, Exception) as exc:
+                failure = exc
+            _finish(self.services.metrics, name, context, failure)
+
+        return streaming  # type: ignore[return-value]
+
+    @functools.wraps(method)
+    def unary(self: Any, request: Any, context: grpc.ServicerContext) -> Any:
+        failure: BaseException | None = None
+        result: Any = None
+        try:
+            check_deadline(context)
+            result = method(self, request, context)
+        except (DocQAError, Exception) as exc:
+            failure = exc
+        _finish(self.services.metrics, name, context, failure)
+        return result
+
+    return unary  # type: ignore[return-value]
+
+
+def _finish(metrics: Metrics, name: str, context: grpc.ServicerContext, failure: BaseException | None) -> None:
+    if failure is None:
+        metrics.requests.labels("grpc", name, "OK").inc()
+        return
+    code, message = _status(failure)
+    metrics.requests.labels("grpc", name, code.name).inc()
+    context.abort(code, message)

@@ -1,0 +1,167 @@
+"""``docqa.v1.QueryService``: the three query classes, unary and server-streaming."""
+
+from __future__ import annotations
+
+import queue
+import re
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+
+from acl.errors import DeadlineExceeded, InvalidArgument
+from service.api.grpc.context import Services, check_deadline, rpc
+from service.domain.queries import Answer, DocumentQuery, MultiDocumentQuery, Query, SourceChunk, VectorQuery
+
+#: Streamed answer pieces: a word with the spaces after it.
+_PIECE = re.compile(r"\S+\s*|\s+")
+
+
+def _opt(request: Any, name: str) -> Any:
+    return getattr(request, name) if request.HasField(name) else None
+
+
+def _llm(request: Any) -> bool:
+    return bool(request.perform_llm_query) if request.HasField("perform_llm_query") else True
+
+
+def vector_query(request: Any) -> VectorQuery:
+    return VectorQuery(
+        request.store_id, request.question, _opt(request, "level"), _opt(request, "max_chunks"), _llm(request)
+    )
+
+
+def multi_document_query(request: Any) -> MultiDocumentQuery:
+    if len(request.document_ids) == 0:
+        raise InvalidArgument("at least one document id is required")
+    return MultiDocumentQuery(
+        request.store_id,
+        request.question,
+        tuple(request.document_ids),
+        _opt(request, "level"),
+        _opt(request, "max_chunks"),
+        _llm(request),
+    )
+
+
+def document_query(request: Any) -> DocumentQuery:
+    if not request.document_id:
+        raise InvalidArgument("document_id is required")
+    return DocumentQuery(request.store_id, request.question, request.document_id, _opt(request, "level"), _llm(request))
+
+
+def chunk_message(services: Services, chunk: SourceChunk) -> Any:
+    message = services.stubs.common.SourceChunk(
+        document_id=chunk.document_id,
+        chunk_id=chunk.chunk_id,
+        title=chunk.title,
+        source_uri=chunk.source_uri,
+        text=chunk.text,
+        heading_path=list(chunk.heading_path),
+        start=chunk.start,
+        end=chunk.end,
+    )
+    if chunk.score is not None:
+        message.score = chunk.score
+    if chunk.relevance is not None:
+        message.relevance = chunk.relevance
+    return message
+
+
+def answer_message(services: Services, answer: Answer) -> Any:
+    message = services.stubs.query.QueryResponse(
+        query_id=answer.query_id,
+        query_class=answer.query_class,
+        chunks=[chunk_message(services, c) for c in answer.chunks],
+        no_relevant_document=answer.no_relevant_document,
+        retry_without_threshold_allowed=answer.retry_without_threshold_allowed,
+        llm_called=answer.llm_called,
+        input_tokens=answer.input_tokens,
+        output_tokens=answer.output_tokens,
+        timings_ms=dict(answer.timings_ms),
+    )
+    for name in ("answer", "threshold", "level", "model_id", "generation_error"):
+        value = getattr(answer, name)
+        if value is not None:
+            setattr(message, name, value)
+    return message
+
+
+class QueryServicer:
+    """Parses, asks the engine through the audit layer, and answers."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def _ask(self, query: Query, context: grpc.ServicerContext) -> Answer:
+        identity = self.services.identity(context)
+        check_deadline(context)
+        answer = self.services.queries.ask(identity, query, "grpc")
+        check_deadline(context)
+        return answer
+
+    def _stream(self, query: Query, context: grpc.ServicerContext) -> Iterator[Any]:
+        """Answer text first, as the generator produces it, then each scored source, then the whole result.
+
+        The query runs in a worker thread that hands text pieces over a queue,
+        so each piece reaches the client while the generator is still working.
+        """
+        identity = self.services.identity(context)
+        check_deadline(context)
+        event = self.services.stubs.query.QueryEvent
+        pieces: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+        def work() -> None:
+            try:
+                answer = self.services.queries.ask(identity, query, "grpc", lambda t: pieces.put(("text", t)))
+            except BaseException as exc:  # re-raised in the servicer thread, mapped there
+                pieces.put(("error", exc))
+            else:
+                pieces.put(("answer", answer))
+
+        worker = threading.Thread(target=work, name="docqa-stream", daemon=True)
+        worker.start()
+        streamed = False
+        while True:
+            kind, item = pieces.get()
+            if kind == "error":
+                raise item
+            if kind == "answer":
+                answer = item
+                break
+            if not context.is_active():
+                raise DeadlineExceeded("the client went away or its deadline passed")
+            streamed = True
+            yield event(text=item)
+        if not streamed:  # no generation (nothing relevant, no LLM, or the LLM failed): the statement whole
+            for piece in _PIECE.findall(answer.answer or ""):
+                yield event(text=piece)
+        check_deadline(context)
+        for chunk in answer.chunks:
+            yield event(source=chunk_message(self.services, chunk))
+        yield event(done=answer_message(self.services, answer))
+
+    @rpc
+    def VectorQuery(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return answer_message(self.services, self._ask(vector_query(request), context))
+
+    @rpc
+    def MultiDocumentQuery(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return answer_message(self.services, self._ask(multi_document_query(request), context))
+
+    @rpc
+    def DocumentQuery(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return answer_message(self.services, self._ask(document_query(request), context))
+
+    @rpc
+    def StreamVectorQuery(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        yield from self._stream(vector_query(request), context)
+
+    @rpc
+    def StreamMultiDocumentQuery(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        yield from self._stream(multi_document_query(request), context)
+
+    @rpc
+    def StreamDocumentQuery(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        yield from self._stream(document_query(request), context)

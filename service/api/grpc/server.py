@@ -1,0 +1,84 @@
+"""The gRPC server: DocQA's three services, standard health checking and server reflection."""
+
+from __future__ import annotations
+
+import logging
+from concurrent import futures
+from dataclasses import dataclass
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from service.api.audit import AuditedQueries
+from service.api.grpc.admin import AdminServicer, IndexingServicer
+from service.api.grpc.context import Services
+from service.api.grpc.query import QueryServicer
+from service.api.grpc.stubs import load
+from service.bootstrap import App
+from service.observability.metrics import Metrics
+from service.query.engine import QueryEngine
+from service.security.tokens import Authenticator
+
+log = logging.getLogger("docqa.grpc")
+
+
+def services_for(app: App, metrics: Metrics, authenticator: Authenticator | None = None) -> Services:
+    """What the servicers need, built from the application (the engine is built on first query)."""
+    engine: list[QueryEngine] = []
+
+    def served_engine() -> QueryEngine:
+        if not engine:
+            engine.append(app.served_engine(metrics))
+        return engine[0]
+
+    return Services(
+        app=app,
+        stubs=load(),
+        authenticator=authenticator or Authenticator(app.settings),
+        queries=AuditedQueries(served_engine, lambda: app.repository, metrics),
+        metrics=metrics,
+    )
+
+
+@dataclass
+class GrpcServer:
+    """A started server; ``port`` is the one actually bound (useful with port 0)."""
+
+    server: grpc.Server
+    health: health.HealthServicer
+    port: int
+
+    def stop(self, grace_s: float | None = 2.0) -> None:
+        self.health.enter_graceful_shutdown()
+        self.server.stop(grace_s).wait()
+
+
+def start_grpc(services: Services, host: str | None = None, port: int | None = None) -> GrpcServer:
+    """Start serving DocQA over gRPC on ``host:port`` (defaults from configuration)."""
+    config = services.app.settings.server
+    limit = config.max_message_bytes
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=config.grpc_workers, thread_name_prefix="docqa-grpc"),
+        options=[
+            ("grpc.max_receive_message_length", limit),
+            ("grpc.max_send_message_length", limit),
+            ("grpc.so_reuseport", 0),
+        ],
+        maximum_concurrent_rpcs=config.grpc_workers * 8,
+    )
+    stubs = services.stubs
+    stubs.query_grpc.add_QueryServiceServicer_to_server(QueryServicer(services), server)
+    stubs.indexing_grpc.add_IndexingServiceServicer_to_server(IndexingServicer(services), server)
+    stubs.admin_grpc.add_AdminServiceServicer_to_server(AdminServicer(services), server)
+    health_servicer = health.HealthServicer(experimental_non_blocking=True)
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    names = stubs.service_names()
+    reflection.enable_server_reflection((*names, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    address = f"{host or config.host}:{config.grpc_port if port is None else port}"
+    bound = server.add_insecure_port(address)
+    server.start()
+    for name in ("", *names):
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    log.info("gRPC listening on %s (port %d)", address, bound)
+    return GrpcServer(server, health_servicer, bound)

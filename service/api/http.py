@@ -1,0 +1,159 @@
+"""The HTTP side: GraphQL (and GraphiQL) at /graphql, liveness, readiness and /metrics, served by uvicorn."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+from strawberry.asgi import GraphQL
+
+from service.api.graphql.schema import GraphQLServices, RequestContext, build_schema
+
+log = logging.getLogger("docqa.http")
+
+
+class _DocQAGraphQL(GraphQL[RequestContext, None]):
+    def __init__(self, services: GraphQLServices, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._services = services
+
+    async def get_context(self, request: Any, response: Any) -> RequestContext:
+        return RequestContext(self._services, request.headers.get("authorization"))
+
+
+class _BodyLimit:
+    """Refuses request bodies larger than ``limit`` bytes with 413 before the app reads them."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            await PlainTextResponse("request too large", status_code=413)(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited() -> Any:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await PlainTextResponse("request too large", status_code=413)(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _NotReady(Exception):
+    """A readiness check failed for a reason worth logging (no secrets in it)."""
+
+
+def build_http_app(services: GraphQLServices) -> ASGIApp:
+    """The ASGI application of the HTTP port."""
+    config = services.app.settings.server
+    schema = build_schema(config.graphql_max_depth, config.graphql_max_tokens, config.graphql_max_aliases)
+    graphql = _DocQAGraphQL(services, schema=schema, graphql_ide="graphiql", allow_queries_via_get=False)
+
+    async def live(_: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    def generator_ready() -> None:
+        problems = services.app.generator_problems()
+        if problems:
+            raise _NotReady("; ".join(problems))
+
+    async def ready(_: Request) -> Response:
+        """Ready when the settings database answers, the index can serve queries and the language model
+        is configured right (one quick attempt each; the model's check is cached for a minute).
+
+        The body names the failing part only; the reason goes to the log, not to whoever probes.
+        """
+        checks: dict[str, Callable[[], object]] = {
+            # Lambdas: building the repository or the index client may itself fail, and must give 503 too.
+            "settings database": lambda: services.app.repository.list_stores(),
+            "index": lambda: services.app.index.ping(),
+            "generator": generator_ready,
+        }
+        for name, check in checks.items():
+            try:
+                await asyncio.to_thread(check)
+            except _NotReady as exc:
+                log.warning("not ready: %s: %s", name, exc)
+                return JSONResponse({"status": "unavailable", "failing": name}, status_code=503)
+            except Exception as exc:
+                log.warning("not ready: %s: %s", name, type(exc).__name__)
+                return JSONResponse({"status": "unavailable", "failing": name}, status_code=503)
+        return JSONResponse({"status": "ready"})
+
+    async def metrics(_: Request) -> Response:
+        return Response(services.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    app = Starlette(
+        routes=[
+            Route("/healthz", live),
+            Route("/livez", live),
+            Route("/readyz", ready),
+            Route("/metrics", metrics),
+            Route("/graphql", graphql, methods=["GET", "POST"]),
+        ]
+    )
+    return _BodyLimit(app, config.max_message_bytes)
+
+
+@dataclass
+class HttpServer:
+    """uvicorn serving the HTTP app in a background thread; ``port`` is the one bound."""
+
+    server: Any
+    thread: threading.Thread
+    port: int
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+def start_http(services: GraphQLServices, host: str | None = None, port: int | None = None) -> HttpServer:
+    """Start uvicorn on ``host:port`` (defaults from configuration) and wait until it listens."""
+    import uvicorn
+
+    config = services.app.settings.server
+    server = uvicorn.Server(
+        uvicorn.Config(
+            build_http_app(services),
+            host=host or config.host,
+            port=config.http_port if port is None else port,
+            log_level="warning",
+            lifespan="off",
+        )
+    )
+    thread = threading.Thread(target=server.run, name="docqa-http", daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise OSError(f"the HTTP server could not start on {host or config.host}:{port}")
+        thread.join(0.02)
+    bound = server.servers[0].sockets[0].getsockname()[1]
+    log.info("HTTP (GraphQL, /metrics, health) listening on port %d", bound)
+    return HttpServer(server, thread, bound)

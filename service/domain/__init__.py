@@ -1,0 +1,1 @@
+"""Stores, documents, queries, limits and the relevancy threshold: every rule once, no adapter."""

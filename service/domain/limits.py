@@ -1,0 +1,59 @@
+"""Every bound on a request, once: question length, chunk counts, documents per query."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from acl.errors import InvalidArgument
+
+#: ``max_chunks`` that asks MultiDocumentQuery for whole documents instead of chunks.
+WHOLE_DOCUMENTS = -1
+#: The largest ``max_chunks`` a store's settings may hold.
+MAX_STORE_CHUNKS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one query may ask for (``query.*`` in the configuration)."""
+
+    max_question_chars: int = 4000
+    max_k: int = 100
+    max_documents: int = 1000
+    max_document_id_chars: int = 1000
+
+    def chunk_count(
+        self, requested: int | None, default: int, *, allow_whole: bool = False, name: str = "max_chunks"
+    ) -> int:
+        """The number of chunks to use: ``requested``, else ``default``; 1..max_k (or WHOLE_DOCUMENTS)."""
+        k = default if requested is None else requested
+        if allow_whole and k == WHOLE_DOCUMENTS:
+            return k
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= self.max_k:
+            raise InvalidArgument(f"{name} must be between 1 and {self.max_k}")
+        return k
+
+    def question(self, question: object) -> str:
+        """The question, stripped; InvalidArgument when empty or too long."""
+        if not isinstance(question, str) or not question.strip():
+            raise InvalidArgument("question must not be empty")
+        if len(question) > self.max_question_chars:
+            raise InvalidArgument(f"question is longer than {self.max_question_chars} characters")
+        return question.strip()
+
+    def document_ids(self, ids: object) -> list[str]:
+        """Distinct document ids in order; InvalidArgument when none, too many, or malformed."""
+        unique = list(dict.fromkeys(ids))  # type: ignore[call-overload]
+        if not unique:
+            raise InvalidArgument("at least one document id is required")
+        if len(unique) > self.max_documents:
+            raise InvalidArgument(f"at most {self.max_documents} document ids are allowed")
+        for document_id in unique:
+            if (
+                not isinstance(document_id, str)
+                or not document_id.strip()
+                or len(document_id) > self.max_document_id_chars
+            ):
+                raise InvalidArgument(
+                    f"document ids must be non-empty strings of at most {self.max_document_id_chars} characters"
+                )
+        return unique

@@ -1,0 +1,1 @@
+"""Ports of the settings database and their SQLAlchemy adapters, with Alembic migrations."""

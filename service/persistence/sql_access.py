@@ -1,0 +1,297 @@
+"""The access-state tables of the SQL settings repository: ingested ACLs, admin overrides, memberships, tombstones.
+
+``SqlAccessRows`` is mixed into ``SqlSettingsRepository``; the rules that decide
+*when* these rows change live in ``service.access.state``, the only caller of the
+writing methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    DateTime,
+    ForeignKeyConstraint,
+    String,
+    and_,
+    delete,
+    exists,
+    select,
+)
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from acl.errors import InvalidArgument
+from acl.model import Acl, validate_principal
+from service.persistence.ports import ADMIN_SOURCE, GLOBAL_SCOPE, AclOverride, Membership, Tombstone
+from service.persistence.sql_base import Base
+
+_BATCH = 500  # ids per IN (...) clause
+
+
+class AclRow(Base):
+    """The ACL the document's source (its store's manifest, or an API push) gave it."""
+
+    __tablename__ = "document_acl"
+    store_id: Mapped[str] = mapped_column(String(63), primary_key=True)
+    document_id: Mapped[str] = mapped_column(String(1000), primary_key=True)
+    principal: Mapped[str] = mapped_column(String(210), primary_key=True)
+    effect: Mapped[str] = mapped_column(String(5), primary_key=True)  # allow | deny
+    __table_args__ = (
+        ForeignKeyConstraint(["store_id", "document_id"], ["documents.store_id", "documents.id"], ondelete="CASCADE"),
+    )
+
+
+class AclOverrideRow(Base):
+    """An admin's ACL for a document. No FK to the document: it outlives a removal and re-adding."""
+
+    __tablename__ = "acl_overrides"
+    store_id: Mapped[str] = mapped_column(String(63), primary_key=True)
+    document_id: Mapped[str] = mapped_column(String(1000), primary_key=True)
+    changed_by: Mapped[str] = mapped_column(String(300))
+    changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    __table_args__ = (ForeignKeyConstraint(["store_id"], ["stores.id"], ondelete="CASCADE"),)
+
+
+class AclOverrideEntryRow(Base):
+    __tablename__ = "acl_override_entries"
+    store_id: Mapped[str] = mapped_column(String(63), primary_key=True)
+    document_id: Mapped[str] = mapped_column(String(1000), primary_key=True)
+    principal: Mapped[str] = mapped_column(String(210), primary_key=True)
+    effect: Mapped[str] = mapped_column(String(5), primary_key=True)  # allow | deny
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["store_id", "document_id"], ["acl_overrides.store_id", "acl_overrides.document_id"], ondelete="CASCADE"
+        ),
+    )
+
+
+class MembershipRow(Base):
+    __tablename__ = "memberships"
+    group: Mapped[str] = mapped_column(String(210), primary_key=True)
+    member: Mapped[str] = mapped_column(String(210), primary_key=True)
+    scope: Mapped[str] = mapped_column(String(63), primary_key=True)  # "" = global, else a store id
+    source: Mapped[str] = mapped_column(String(300), primary_key=True)  # admin | manifest | a sync's name
+    changed_by: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    changed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class TombstoneRow(Base):
+    __tablename__ = "membership_tombstones"
+    group: Mapped[str] = mapped_column(String(210), primary_key=True)
+    member: Mapped[str] = mapped_column(String(210), primary_key=True)
+    removed_by: Mapped[str] = mapped_column(String(300))
+    removed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _group(principal: str) -> str:
+    validate_principal(principal)
+    if not principal.startswith("group:"):
+        raise InvalidArgument(f"{principal!r} is not a group: groups are 'group:<id>'")
+    return principal
+
+
+def read_acls(
+    s: Session, store_id: str, document_ids: list[str], table: type[AclRow] | type[AclOverrideEntryRow]
+) -> dict[str, Acl]:
+    """The ACL rows of ``table`` for these documents (documents without a row are absent)."""
+    allow: dict[str, set[str]] = {}
+    deny: dict[str, set[str]] = {}
+    seen: set[str] = set()
+    for i in range(0, len(document_ids), _BATCH):
+        batch = document_ids[i : i + _BATCH]
+        rows = s.execute(
+            select(table.document_id, table.principal, table.effect).where(
+                table.store_id == store_id, table.document_id.in_(batch)
+            )
+        )
+        for document_id, principal, effect in rows:
+            seen.add(document_id)
+            (allow if effect == "allow" else deny).setdefault(document_id, set()).add(principal)
+    return {d: Acl(frozenset(allow.get(d, ())), frozenset(deny.get(d, ()))) for d in seen}
+
+
+def write_ingested_acl(s: Session, store_id: str, document_id: str, acl: Acl) -> None:
+    s.execute(delete(AclRow).where(AclRow.store_id == store_id, AclRow.document_id == document_id))
+    s.add_all(
+        [AclRow(store_id=store_id, document_id=document_id, principal=p, effect="allow") for p in acl.allow]
+        + [AclRow(store_id=store_id, document_id=document_id, principal=p, effect="deny") for p in acl.deny]
+    )
+
+
+class SqlAccessRows:
+    """The access-state half of ``SqlSettingsRepository`` (which provides ``_session``)."""
+
+    def _session(self) -> AbstractContextManager[Session]:  # pragma: no cover - provided by the repository
+        raise NotImplementedError
+
+    # ACLs --------------------------------------------------------------------------------
+    def _overrides(self, s: Session, store_id: str, document_ids: list[str]) -> dict[str, AclOverride]:
+        headers: dict[str, AclOverrideRow] = {}
+        for i in range(0, len(document_ids), _BATCH):
+            batch = document_ids[i : i + _BATCH]
+            query = select(AclOverrideRow).where(
+                AclOverrideRow.store_id == store_id, AclOverrideRow.document_id.in_(batch)
+            )
+            headers.update({row.document_id: row for row in s.scalars(query)})
+        entries = read_acls(s, store_id, list(headers), AclOverrideEntryRow)
+        return {
+            d: AclOverride(entries.get(d, Acl()), row.changed_by, _utc(row.changed_at)) for d, row in headers.items()
+        }
+
+    def acl_overrides(self, store_id: str, document_ids: Iterable[str]) -> Mapping[str, AclOverride]:
+        with self._session() as s:
+            return self._overrides(s, store_id, list(document_ids))
+
+    def put_acl_override(self, store_id: str, document_id: str, override: AclOverride) -> None:
+        with self._session() as s:
+            s.execute(
+                delete(AclOverrideRow).where(
+                    AclOverrideRow.store_id == store_id, AclOverrideRow.document_id == document_id
+                )
+            )
+            s.execute(
+                delete(AclOverrideEntryRow).where(
+                    AclOverrideEntryRow.store_id == store_id, AclOverrideEntryRow.document_id == document_id
+                )
+            )
+            s.add(
+                AclOverrideRow(
+                    store_id=store_id,
+                    document_id=document_id,
+                    changed_by=override.changed_by,
+                    changed_at=override.changed_at,
+                )
+            )
+            s.flush()
+            acl = override.acl
+            s.add_all(
+                [
+                    AclOverrideEntryRow(store_id=store_id, document_id=document_id, principal=p, effect="allow")
+                    for p in acl.allow
+                ]
+                + [
+                    AclOverrideEntryRow(store_id=store_id, document_id=document_id, principal=p, effect="deny")
+                    for p in acl.deny
+                ]
+            )
+
+    def delete_acl_override(self, store_id: str, document_id: str) -> bool:
+        with self._session() as s:
+            s.execute(
+                delete(AclOverrideEntryRow).where(
+                    AclOverrideEntryRow.store_id == store_id, AclOverrideEntryRow.document_id == document_id
+                )
+            )
+            result = s.execute(
+                delete(AclOverrideRow).where(
+                    AclOverrideRow.store_id == store_id, AclOverrideRow.document_id == document_id
+                )
+            )
+            return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    # memberships ---------------------------------------------------------------------------
+    def _effective_pairs(self, store_id: str | None) -> list[tuple[str, str]]:
+        scopes = [GLOBAL_SCOPE] if store_id is None else [GLOBAL_SCOPE, store_id]
+        tombstoned = exists().where(
+            TombstoneRow.group == MembershipRow.group, TombstoneRow.member == MembershipRow.member
+        )
+        # An admin row and a tombstone of one pair never coexist (``add_admin_membership`` lifts it),
+        # so every row under a tombstone is a manifest's or a sync's, and none of them counts.
+        query = (
+            select(MembershipRow.group, MembershipRow.member)
+            .where(MembershipRow.scope.in_(scopes), ~tombstoned)
+            .distinct()
+        )
+        with self._session() as s:
+            return [(group, member) for group, member in s.execute(query)]
+
+    def memberships(self, store_id: str | None = None) -> Mapping[str, frozenset[str]]:
+        parents: dict[str, set[str]] = {}
+        for group, member in self._effective_pairs(store_id):
+            parents.setdefault(member, set()).add(group)
+        return {m: frozenset(g) for m, g in parents.items()}
+
+    def group_members(self, store_id: str | None = None) -> Mapping[str, frozenset[str]]:
+        members: dict[str, set[str]] = {}
+        for group, member in self._effective_pairs(store_id):
+            members.setdefault(group, set()).add(member)
+        return {g: frozenset(m) for g, m in members.items()}
+
+    def membership_records(self) -> list[Membership]:
+        query = select(MembershipRow).order_by(
+            MembershipRow.group, MembershipRow.member, MembershipRow.scope, MembershipRow.source
+        )
+        with self._session() as s:
+            return [
+                Membership(
+                    r.group,
+                    r.member,
+                    r.scope,
+                    r.source,
+                    r.changed_by,
+                    None if r.changed_at is None else _utc(r.changed_at),
+                )
+                for r in s.scalars(query)
+            ]
+
+    def tombstones(self) -> list[Tombstone]:
+        with self._session() as s:
+            rows = s.scalars(select(TombstoneRow).order_by(TombstoneRow.group, TombstoneRow.member))
+            return [Tombstone(r.group, r.member, r.removed_by, _utc(r.removed_at)) for r in rows]
+
+    def add_admin_membership(self, membership: Membership) -> bool:
+        group, member = _group(membership.group), validate_principal(membership.member)
+        with self._session() as s:
+            lifted = s.execute(delete(TombstoneRow).where(TombstoneRow.group == group, TombstoneRow.member == member))
+            key = (group, member, GLOBAL_SCOPE, ADMIN_SOURCE)
+            if s.get(MembershipRow, key) is not None:
+                return bool(lifted.rowcount)  # type: ignore[attr-defined]
+            s.add(
+                MembershipRow(
+                    group=group,
+                    member=member,
+                    scope=GLOBAL_SCOPE,
+                    source=ADMIN_SOURCE,
+                    changed_by=membership.changed_by,
+                    changed_at=membership.changed_at,
+                )
+            )
+            return True
+
+    def tombstone_membership(self, tombstone: Tombstone) -> bool:
+        group, member = _group(tombstone.group), validate_principal(tombstone.member)
+        pair = and_(MembershipRow.group == group, MembershipRow.member == member)
+        with self._session() as s:
+            if s.scalar(select(MembershipRow.group).where(pair).limit(1)) is None:
+                return False
+            s.execute(delete(MembershipRow).where(pair, MembershipRow.source == ADMIN_SOURCE))
+            s.merge(
+                TombstoneRow(
+                    group=group, member=member, removed_by=tombstone.removed_by, removed_at=tombstone.removed_at
+                )
+            )
+            return True
+
+    def release_membership(self, group: str, member: str) -> bool:
+        with self._session() as s:
+            gone = s.execute(delete(TombstoneRow).where(TombstoneRow.group == group, TombstoneRow.member == member))
+            admin = s.execute(
+                delete(MembershipRow).where(
+                    MembershipRow.group == group, MembershipRow.member == member, MembershipRow.source == ADMIN_SOURCE
+                )
+            )
+            return bool(gone.rowcount or admin.rowcount)  # type: ignore[attr-defined]
+
+    def replace_memberships(self, groups: Mapping[str, Iterable[str]], *, scope: str, source: str) -> None:
+        if source == ADMIN_SOURCE:
+            raise InvalidArgument("admin memberships are changed one by one, never replaced")
+        rows = {(_group(g), validate_principal(m)) for g, members in groups.items() for m in members}
+        with self._session() as s:
+            s.execute(delete(MembershipRow).where(MembershipRow.scope == scope, MembershipRow.source == source))
+            s.add_all([MembershipRow(group=g, member=m, scope=scope, source=source) for g, m in sorted(rows)])

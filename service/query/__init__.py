@@ -1,0 +1,1 @@
+"""The query engine: a query's path from validation to the answer."""

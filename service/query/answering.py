@@ -1,0 +1,136 @@
+"""The tail of every query: sources with relevance, the prompt within budget, the generator, the answer."""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from collections.abc import Callable
+
+from acl.errors import GeneratorUnavailable
+from indexer.index import SearchHit
+from service.domain.queries import NO_ANSWER_GENERATED, NO_RELEVANT_DOCUMENT, Answer, Caller, SourceChunk
+from service.domain.threshold import Threshold
+from service.generation.port import Completion, ContextChunk, Generator, Prompt
+from service.generation.prompting import Budgeted, fit_prompt
+from service.query.context import QueryContext, Scope
+
+log = logging.getLogger("docqa.query")
+
+
+class Answering:
+    """Turns a query's readable, scored chunks into its answer."""
+
+    def __init__(self, generator: Generator) -> None:
+        self._generator = generator
+
+    def answer(
+        self,
+        ctx: QueryContext,
+        caller: Caller,
+        name: str,
+        scope: Scope,
+        perform_llm_query: bool,
+        on_text: Callable[[str], None] | None = None,
+    ) -> Answer:
+        """The answer of a query from its scope: the generator's text (unless not asked for) and the sources."""
+        store, question, clock = ctx.store, ctx.question, ctx.clock
+        scale = Threshold(store.min_threshold, store.max_threshold)
+        chunks = tuple(_source(hit, scale) for hit in scope.hits)
+        query_id = str(uuid.uuid4())
+        nothing = not chunks
+        answer: str | None = None
+        model_id: str | None = None
+        input_tokens = output_tokens = 0
+        llm_called = False
+        generation_error: str | None = None
+        if nothing and perform_llm_query:
+            answer = NO_RELEVANT_DOCUMENT
+        elif perform_llm_query:
+            prompt = Prompt(
+                question=question,
+                chunks=tuple(
+                    ContextChunk(i + 1, c.document_id, c.title, c.text, c.score) for i, c in enumerate(chunks)
+                ),
+                template=store.prompt_template,
+                model_id=store.llm_model_id,
+            )
+            used = chunks
+            if isinstance(self._generator, Budgeted):
+                # Leave out the lowest-scored chunks, whole, until the prompt fits the model's window;
+                # the answer then lists exactly the chunks it was given (renumbered to match).
+                fitted = fit_prompt(prompt, self._generator.token_budget())
+                prompt, used = fitted.prompt, tuple(chunks[c - 1] for c in fitted.kept)
+                if not fitted.fits:
+                    generation_error = "not even the best source fits the language model's context window"
+            if generation_error is None:
+                try:
+                    completion = self._generate(prompt, on_text)
+                except GeneratorUnavailable as exc:
+                    # The caller still gets the scored sources, with a plain statement instead of an answer.
+                    generation_error = exc.message
+                    model_id = self._generator.model_id
+                    log.warning("query %s: no answer generated: %s", query_id, exc.message)
+                else:
+                    answer = completion.text or NO_ANSWER_GENERATED
+                    model_id = completion.model_id
+                    input_tokens, output_tokens = completion.input_tokens, completion.output_tokens
+                    chunks = used
+                llm_called = True
+                clock.lap("generate")
+            if generation_error is not None:
+                answer = NO_ANSWER_GENERATED
+        result = Answer(
+            query_id=query_id,
+            query_class=name,
+            answer=answer,
+            chunks=chunks,
+            threshold=scope.threshold,
+            level=scope.level,
+            no_relevant_document=nothing,
+            retry_without_threshold_allowed=nothing and scope.one_document and scope.threshold is not None,
+            model_id=model_id,
+            llm_called=llm_called,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            timings_ms=clock.total(),
+            generation_error=generation_error,
+        )
+        log.info(
+            "query %s class=%s store=%s user=%s chunks=%d llm=%s total_ms=%.1f",
+            query_id,
+            name,
+            store.id,
+            caller.user_id,
+            len(chunks),
+            llm_called,
+            result.timings_ms["total"],
+        )
+        return result
+
+    def _generate(self, prompt: Prompt, on_text: Callable[[str], None] | None) -> Completion:
+        """The generator's completion; streamed piece by piece to ``on_text`` when given."""
+        if on_text is None:
+            return self._generator.generate(prompt)
+        pieces: list[str] = []
+        for piece in self._generator.stream(prompt):
+            pieces.append(piece)
+            on_text(piece)
+        return Completion(text="".join(pieces), model_id=self._generator.model_id, stop_reason="streamed")
+
+
+def _source(hit: SearchHit, scale: Threshold) -> SourceChunk:
+    chunk = hit.chunk
+    known = not math.isnan(hit.score)
+    return SourceChunk(
+        document_id=chunk.document_id,
+        chunk_id=chunk.chunk_id,
+        title=chunk.title,
+        source_uri=chunk.source_uri,
+        text=chunk.text,
+        heading_path=chunk.heading_path,
+        score=hit.score if known else None,
+        relevance=scale.relevance(hit.score) if known else None,
+        start=chunk.start,
+        end=chunk.end,
+    )

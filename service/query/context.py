@@ -1,0 +1,54 @@
+"""What one query carries along its path: the store, the question, the caller's principals, a clock."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from indexer.index import SearchHit
+from service.domain.store import Store
+from service.domain.threshold import Threshold
+
+
+class Clock:
+    """Milliseconds per step of a query (``embed``, ``search``, ``access``, ``generate``, ``total``)."""
+
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+        self._start = time.perf_counter()
+        self._mark = self._start
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.timings[name] = self.timings.get(name, 0.0) + (now - self._mark) * 1000
+        self._mark = now
+
+    def total(self) -> dict[str, float]:
+        self.timings["total"] = (time.perf_counter() - self._start) * 1000
+        return self.timings
+
+
+@dataclass(frozen=True, slots=True)
+class QueryContext:
+    """A validated query: its store, question, level (None = the store's) and the caller's principals."""
+
+    store: Store
+    question: str
+    level: float | None
+    principals: frozenset[str]
+    clock: Clock = field(default_factory=Clock)
+
+    def thresholds(self) -> tuple[float, float | None]:
+        """The level in force and its score threshold (None: no threshold)."""
+        effective = self.store.level if self.level is None else self.level
+        return effective, Threshold(self.store.min_threshold, self.store.max_threshold).score_for(effective)
+
+
+@dataclass(slots=True)
+class Scope:
+    """What a query class hands the common tail of the path."""
+
+    hits: list[SearchHit]
+    threshold: float | None
+    level: float | None
+    one_document: bool

@@ -1,0 +1,26 @@
+"""DocumentQuery: one document, sent whole while it fits the generator's context; else searched."""
+
+from __future__ import annotations
+
+import math
+
+from indexer.index import SearchHit, acl_filter, and_, documents_filter
+from service.domain.limits import Limits
+from service.query.context import QueryContext, Scope
+from service.query.multi_document import multi_document_scope
+from service.query.retrieval import Retrieval
+
+
+def document_scope(retrieval: Retrieval, limits: Limits, ctx: QueryContext, document_id: str) -> Scope:
+    """The whole text as one chunk (no threshold), scored by its best chunk; NotFound if unreadable."""
+    retrieval.readable_or_not_found(ctx, [document_id])
+    whole = retrieval.whole_document(ctx.store, document_id, math.nan)
+    if not retrieval.fits(ctx.store, [whole.chunk.text]):
+        return multi_document_scope(retrieval, limits, ctx, [document_id], None)
+    vector = retrieval.embed(ctx)
+    restrict = and_(acl_filter(ctx.principals), documents_filter([document_id]))
+    best = retrieval.index.exact(ctx.store.id, vector, 1, restrict)
+    ctx.clock.lap("search")
+    if best:
+        whole = SearchHit(whole.chunk, best[0].score)
+    return Scope([whole], None, None, one_document=True)

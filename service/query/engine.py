@@ -1,0 +1,92 @@
+"""The query engine: the one place where access, relevancy and generation meet.
+
+Every query follows the same path: validate → caller's principal set →
+search with the ACL filter inside the index → authoritative access check on
+every source document → relevancy threshold → generator. A chunk the caller
+cannot read is dropped silently at the access check; nothing downstream (the
+answer, the chunk list, counts, errors) can tell it existed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from acl.checker import AccessChecker
+from acl.errors import InvalidArgument, NotFound
+from indexer.embedder import Embedder
+from indexer.index import Index
+from service.domain.limits import Limits
+from service.domain.queries import Answer, Caller, DocumentQuery, MultiDocumentQuery, Query, VectorQuery
+from service.domain.store import Store
+from service.domain.threshold import parse_level
+from service.generation.port import Generator
+from service.persistence.ports import SettingsRepository
+from service.query.answering import Answering
+from service.query.context import QueryContext, Scope
+from service.query.document import document_scope
+from service.query.multi_document import multi_document_scope
+from service.query.retrieval import Retrieval
+from service.query.vector import vector_scope
+
+
+class QueryEngine:
+    """Answers the three query classes for a caller: validates, scopes, then answers."""
+
+    def __init__(
+        self,
+        *,
+        repository: SettingsRepository,
+        index: Index,
+        embedder_for: Callable[[str], Embedder],
+        generator: Generator,
+        checker: AccessChecker | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        self._repo = repository
+        self._limits = limits or Limits()
+        self._retrieval = Retrieval(
+            catalog=repository,
+            index=index,
+            checker=checker or AccessChecker(repository),
+            embedder_for=embedder_for,
+            context_tokens=lambda: generator.context_tokens,
+        )
+        self._answering = Answering(generator)
+
+    def ask(self, caller: Caller, query: Query, on_text: Callable[[str], None] | None = None) -> Answer:
+        """Run ``query`` for ``caller``; raise InvalidArgument/NotFound before any work.
+
+        With ``on_text`` the generator streams: each piece of answer text is
+        handed to ``on_text`` as it is produced, before the answer is returned.
+        """
+        store = self._store(query.store_id)
+        question = self._limits.question(query.question)
+        level = parse_level(query.level)
+        ctx = QueryContext(store, question, level, self.principals(caller, store.id))
+        scope: Scope
+        if isinstance(query, VectorQuery):
+            scope, name = vector_scope(self._retrieval, self._limits, ctx, query), "vector"
+        elif isinstance(query, MultiDocumentQuery):
+            ids = self._limits.document_ids(query.document_ids)
+            scope = multi_document_scope(self._retrieval, self._limits, ctx, ids, query.max_chunks)
+            name = "multi_document"
+        elif isinstance(query, DocumentQuery):
+            [document_id] = self._limits.document_ids([query.document_id])
+            scope, name = document_scope(self._retrieval, self._limits, ctx, document_id), "document"
+        else:  # pragma: no cover - the type system rules it out
+            raise InvalidArgument(f"unknown query class {type(query).__name__}")
+        return self._answering.answer(ctx, caller, name, scope, query.perform_llm_query, on_text)
+
+    def principals(self, caller: Caller, store_id: str | None = None) -> frozenset[str]:
+        """The caller's principal set: user, transitive groups, token groups, everyone.
+
+        Groups come from the global directory and, for a query on ``store_id``,
+        from that store's own manifest (never another store's).
+        """
+        return caller.principals(self._repo, store_id)
+
+    def _store(self, store_id: str) -> Store:
+        store = self._repo.get_store(store_id) if isinstance(store_id, str) else None
+        if store is None:
+            raise NotFound(f"store {store_id!r} not found")
+        return store

@@ -1,0 +1,44 @@
+"""MultiDocumentQuery: exact kNN restricted to chosen documents (and the ACL); -1 sends whole documents."""
+
+from __future__ import annotations
+
+from acl.errors import InvalidArgument
+from indexer.index import SearchHit, acl_filter, and_, documents_filter
+from service.domain.limits import WHOLE_DOCUMENTS, Limits
+from service.query.context import QueryContext, Scope
+from service.query.retrieval import Retrieval
+
+
+def multi_document_scope(
+    retrieval: Retrieval, limits: Limits, ctx: QueryContext, document_ids: list[str], max_chunks: int | None
+) -> Scope:
+    """The top chunks of these documents (NotFound for any the caller may not read), or their whole texts."""
+    k = limits.chunk_count(max_chunks, ctx.store.max_chunks, allow_whole=True)
+    retrieval.readable_or_not_found(ctx, document_ids)
+    effective, threshold = ctx.thresholds()
+    vector = retrieval.embed(ctx)
+    store_id = ctx.store.id
+    restrict = and_(acl_filter(ctx.principals), documents_filter(document_ids))
+    one = len(document_ids) == 1
+    if k != WHOLE_DOCUMENTS:
+        hits = retrieval.search(ctx, threshold, k, lambda n: retrieval.index.exact(store_id, vector, n, restrict))
+        return Scope(hits, threshold, effective, one_document=one)
+    # Whole documents: rank each by its best chunk, send the full text.
+    total = retrieval.index.count(store_id, restrict)
+    hits = retrieval.search(ctx, None, max(total, 1), lambda n: retrieval.index.exact(store_id, vector, n, restrict))
+    best: dict[str, SearchHit] = {}
+    for hit in hits:
+        best.setdefault(hit.chunk.document_id, hit)
+    ranked = [
+        retrieval.whole_document(ctx.store, h.chunk.document_id, h.score)
+        for h in best.values()
+        if threshold is None or h.score >= threshold
+    ]
+    if not retrieval.fits(ctx.store, [h.chunk.text for h in ranked]):
+        # Whole documents are bounded like one document is: by the model's context.
+        raise InvalidArgument(
+            f"the whole texts of these {len(ranked)} documents exceed the language model's context "
+            f"budget of {retrieval.whole_budget()} tokens: ask for max_chunks between 1 and "
+            f"{limits.max_k}, or name fewer documents"
+        )
+    return Scope(ranked, threshold, effective, one_document=one)

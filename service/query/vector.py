@@ -1,0 +1,19 @@
+"""VectorQuery: the whole store, approximate kNN with the caller's ACL filter inside the search."""
+
+from __future__ import annotations
+
+from indexer.index import acl_filter
+from service.domain.limits import Limits
+from service.domain.queries import VectorQuery
+from service.query.context import QueryContext, Scope
+from service.query.retrieval import Retrieval
+
+
+def vector_scope(retrieval: Retrieval, limits: Limits, ctx: QueryContext, query: VectorQuery) -> Scope:
+    """The top chunks of the store the caller may read that pass the threshold."""
+    k = limits.chunk_count(query.max_chunks, ctx.store.max_chunks)
+    effective, threshold = ctx.thresholds()
+    vector = retrieval.embed(ctx)
+    store_id, allowed = ctx.store.id, acl_filter(ctx.principals)
+    hits = retrieval.search(ctx, threshold, k, lambda n: retrieval.index.knn(store_id, vector, n, allowed))
+    return Scope(hits, threshold, effective, one_document=False)

@@ -1,0 +1,1 @@
+"""Who is calling: bearer tokens, the signing secret, minting."""

@@ -1,0 +1,249 @@
+"""Who is calling: bearer tokens (JWT) verified with PyJWT, turned into a ``Caller``.
+
+The user is the token's ``sub``; groups come from the directory (the engine
+expands them) plus, when configured, a groups claim; admin comes from a
+configured role claim. Nothing in a request body can change who the caller is.
+Only the algorithms that configured keys exist for are accepted, so
+``alg: none`` and algorithm-confusion tokens are refused by PyJWT itself.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jwt
+
+from acl.errors import ConfigurationError, InvalidArgument, PermissionDenied, Unauthenticated
+from acl.model import user_principal, validate_principal
+from indexer.private_files import private_dir
+from service.config import AuthConfig, Settings
+from service.domain.queries import Caller
+
+log = logging.getLogger("docqa.auth")
+
+SECRET_FILE_NAME = "jwt-secret"
+ANONYMOUS = "anonymous"
+_MAX_TOKEN_CHARS = 16_384
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """A verified caller: user id, groups vouched for by the token, admin role."""
+
+    user_id: str
+    groups: tuple[str, ...] = ()
+    is_admin: bool = False
+    authenticated: bool = True
+
+    def caller(self) -> Caller:
+        return Caller(self.user_id, self.groups, self.is_admin)
+
+
+def require_admin(identity: Identity) -> None:
+    """PermissionDenied unless ``identity`` has the admin role."""
+    if not identity.is_admin:
+        raise PermissionDenied("this operation needs the admin role")
+
+
+def hs256_secret(settings: Settings, *, create: bool = True) -> str | None:
+    """The configured HS256 secret; with none configured, the data-dir secret (generated if absent)."""
+    auth = settings.auth
+    if auth.hs256_secret is not None:
+        return auth.hs256_secret.get_secret_value()
+    path = auth.hs256_secret_file
+    configured_file = path is not None
+    if path is None:
+        if auth.rs256_public_key_file is not None or auth.jwks_file is not None:
+            return None  # RS256 only
+        path = settings.data_dir / SECRET_FILE_NAME
+    if not path.exists():
+        if configured_file or not create:
+            if configured_file:
+                raise ConfigurationError(f"auth.hs256_secret_file: {path} does not exist")
+            return None
+        private_dir(path.parent)
+        # O_EXCL: two processes starting at once agree on one secret.
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_urlsafe(48))
+            log.warning("generated a new JWT signing secret in %s (mode 0600)", path)
+    secret = path.read_text().strip()
+    if len(secret) < 32:
+        raise ConfigurationError(f"auth.hs256_secret_file: {path} holds fewer than 32 characters")
+    return secret
+
+
+def _rs256_keys(auth: AuthConfig) -> tuple[list[Any], dict[str, Any]]:
+    """Public keys without a kid, and keys by kid, from the configured PEM and JWKS files."""
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+    anonymous: list[Any] = []
+    by_kid: dict[str, Any] = {}
+    if auth.rs256_public_key_file is not None:
+        text = auth.rs256_public_key_file.read_text()
+        marker = "-----END PUBLIC KEY-----"
+        for block in (b for b in text.split(marker) if b.strip()):
+            try:
+                anonymous.append(load_pem_public_key((block.strip() + "\n" + marker + "\n").encode()))
+            except ValueError:
+                raise ConfigurationError(
+                    f"auth.rs256_public_key_file: {auth.rs256_public_key_file} is not a PEM public key"
+                ) from None
+    if auth.jwks_file is not None:
+        try:
+            keyset = jwt.PyJWKSet.from_dict(json.loads(auth.jwks_file.read_text()))
+        except (ValueError, jwt.PyJWTError) as exc:
+            raise ConfigurationError(f"auth.jwks_file: {auth.jwks_file} is not a valid JWKS ({exc})") from None
+        for key in keyset.keys:
+            if key.key_id:
+                by_kid[key.key_id] = key.key
+            else:
+                anonymous.append(key.key)
+    return anonymous, by_kid
+
+
+class Authenticator:
+    """Verifies ``authorization: Bearer <JWT>`` values against the configured keys."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._auth = settings.auth
+        self._secret = hs256_secret(settings)
+        self._rsa, self._rsa_by_kid = _rs256_keys(self._auth)
+        if self._secret is None and not self._rsa and not self._rsa_by_kid:
+            raise ConfigurationError("auth: no HS256 secret and no RS256 public keys configured")
+        if self._auth.allow_unauthenticated:
+            log.warning("auth.allow_unauthenticated is on: calls without a token are served as %r", ANONYMOUS)
+
+    def identify(self, authorization: str | None) -> Identity:
+        """The identity behind an ``authorization`` header value; Unauthenticated when there is none."""
+        if authorization is None or not authorization.strip():
+            if self._auth.allow_unauthenticated:
+                log.warning("unauthenticated request served as %r (auth.allow_unauthenticated)", ANONYMOUS)
+                return Identity(ANONYMOUS, authenticated=False)
+            raise Unauthenticated("missing bearer token")
+        scheme, _, token = authorization.strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthenticated("the authorization header must be 'Bearer <token>'")
+        return self.verify(token.strip())
+
+    def verify(self, token: str) -> Identity:
+        """Check signature, expiry, issuer and audience; return who the token names."""
+        if len(token) > _MAX_TOKEN_CHARS:
+            raise Unauthenticated("invalid token")
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError:
+            raise Unauthenticated("invalid token") from None
+        alg = header.get("alg")
+        key: Any
+        if alg == "HS256" and self._secret is not None:
+            key = self._secret
+        elif alg == "RS256" and (self._rsa or self._rsa_by_kid):
+            kid = header.get("kid")
+            candidates = [self._rsa_by_kid[kid]] if isinstance(kid, str) and kid in self._rsa_by_kid else self._rsa
+            return self._first_valid(token, candidates)
+        else:
+            raise Unauthenticated("invalid token")
+        return self._claims(self._decode(token, key, "HS256"))
+
+    def _first_valid(self, token: str, keys: Sequence[Any]) -> Identity:
+        for key in keys:
+            try:
+                return self._claims(self._decode(token, key, "RS256"))
+            except Unauthenticated as exc:
+                if exc.message != "invalid token":
+                    raise  # expired, wrong audience...: the signature was fine
+        raise Unauthenticated("invalid token")
+
+    def _decode(self, token: str, key: Any, algorithm: str) -> dict[str, Any]:
+        options: Any = {"require": ["sub", "exp"], "verify_aud": self._auth.audience is not None}
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key,
+                algorithms=[algorithm],  # exactly one, never taken from the token
+                audience=self._auth.audience,
+                issuer=self._auth.issuer,
+                leeway=self._auth.leeway_s,
+                options=options,
+            )
+        except jwt.ExpiredSignatureError:
+            raise Unauthenticated("token expired") from None
+        except (jwt.InvalidAudienceError, jwt.InvalidIssuerError):
+            raise Unauthenticated("token not issued for this service") from None
+        except jwt.PyJWTError:
+            raise Unauthenticated("invalid token") from None
+        return claims
+
+    def _claims(self, claims: dict[str, Any]) -> Identity:
+        user = claims.get("sub")
+        if not isinstance(user, str):
+            raise Unauthenticated("invalid token")
+        try:
+            user_principal(user)
+        except InvalidArgument:
+            raise Unauthenticated("invalid token") from None
+        groups: tuple[str, ...] = ()
+        if self._auth.groups_claim is not None:
+            raw = claims.get(self._auth.groups_claim, [])
+            if isinstance(raw, str):
+                raw = [raw]
+            if not isinstance(raw, list) or not all(isinstance(g, str) and g for g in raw):
+                raise Unauthenticated("invalid token")
+            try:
+                groups = tuple(validate_principal(g if g.startswith("group:") else f"group:{g}") for g in raw)
+            except InvalidArgument:
+                raise Unauthenticated("invalid token") from None
+        roles = claims.get(self._auth.admin_claim, [])
+        if isinstance(roles, str):
+            roles = [roles]
+        is_admin = isinstance(roles, list) and self._auth.admin_role in roles
+        return Identity(user, groups, is_admin)
+
+
+def mint_token(
+    settings: Settings,
+    user: str,
+    *,
+    groups: Sequence[str] = (),
+    admin: bool = False,
+    ttl_s: int | None = None,
+    now: float | None = None,
+) -> str:
+    """A token for ``user`` signed with the configured (or generated) HS256 secret."""
+    user_principal(user)  # validates the id
+    secret = hs256_secret(settings)
+    if secret is None:
+        raise ConfigurationError("auth: tokens can only be minted with an HS256 secret (RS256 is verify-only)")
+    auth = settings.auth
+    ttl = auth.default_ttl_s if ttl_s is None else ttl_s
+    if ttl <= 0:
+        raise InvalidArgument("--ttl must be a positive number of seconds")
+    issued = int(time.time() if now is None else now)
+    claims: dict[str, Any] = {"sub": user, "iat": issued, "exp": issued + ttl}
+    if auth.issuer is not None:
+        claims["iss"] = auth.issuer
+    if auth.audience is not None:
+        claims["aud"] = auth.audience
+    if groups:
+        claims[auth.groups_claim or "groups"] = [g.removeprefix("group:") for g in groups]
+    if admin:
+        claims[auth.admin_claim] = [auth.admin_role]
+    return jwt.encode(claims, secret, algorithm="HS256")
+
+
+def secret_path(settings: Settings) -> Path:
+    """Where the HS256 secret lives when it is kept in a file."""
+    return settings.auth.hs256_secret_file or settings.data_dir / SECRET_FILE_NAME

@@ -13,6 +13,7 @@ from acl.model import EVERYONE
 from indexer.index import StoreSpec
 from indexer.pipeline import Ingestor
 from indexer.safe_scan import read_inside, shown
+from service.access import AccessState
 from service.domain import Store
 from service.sql_repository import SqlSettingsRepository
 from tests.fakes import FakeIndex
@@ -66,7 +67,7 @@ def folder(tmp_path: Path, outside: Path) -> Path:
 def ingestor(index: FakeIndex, repo: SqlSettingsRepository) -> Ingestor:
     embedder = FakeEmbedder()
     index.ensure(StoreSpec(STORE, embedder.dimension))
-    return Ingestor(index=index, catalog=repo, embedder=embedder, store_id=STORE)
+    return Ingestor(index=index, catalog=repo, access=AccessState(repo, index), embedder=embedder, store_id=STORE)
 
 
 def readable_texts(index: FakeIndex, principals: list[str]) -> str:

@@ -146,3 +146,39 @@ def test_a_file_no_rule_matches_is_named(folder: Path, repo: SqlSettingsReposito
     report = ingestor(index, repo).index_folder(folder)
     assert report.unmatched == ["stray.md"] and "stray.md" in report.indexed
     assert "Stray" not in readable_texts(index, ["user:bob", EVERYONE, "group:hr"])
+
+
+def test_a_hard_link_to_a_file_outside_is_refused(
+    tmp_path: Path, folder: Path, outside: Path, repo: SqlSettingsRepository
+) -> None:
+    # A hard link is a regular file, so O_NOFOLLOW and the /proc/self/fd check both let it through:
+    # the JWT secret (or another folder's salaries) would be indexed under this folder's rules.
+    os.link(outside, folder / "public" / "notes.md")
+    salaries = tmp_path / "hr-folder" / "salaries.md"
+    salaries.parent.mkdir()
+    salaries.write_text("# Pay\n\nThe CEO earns 987654 euros.\n")
+    os.link(salaries, folder / "public" / "pay.md")
+    index = FakeIndex()
+    report = ingestor(index, repo).index_folder(folder)
+    assert report.refused["public/notes.md"].startswith("hard link")
+    assert report.refused["public/pay.md"].startswith("hard link")
+    assert "public/notes.md" not in report.indexed and "public/pay.md" not in report.indexed
+    everyone = readable_texts(index, ["user:bob", EVERYONE])
+    assert "hs256" not in everyone and "987654" not in everyone
+    with pytest.raises(UnsafePath, match="hard link"):
+        read_inside(folder, "public/pay.md")
+
+
+def test_an_indexed_file_replaced_by_a_hard_link_is_removed(
+    folder: Path, outside: Path, repo: SqlSettingsRepository
+) -> None:
+    index = FakeIndex()
+    run = ingestor(index, repo)
+    (folder / "public" / "notes.md").write_text("# Notes\n\nHarmless for now.\n")
+    run.index_folder(folder)
+    assert repo.get_document(STORE, "public/notes.md") is not None
+    (folder / "public" / "notes.md").unlink()
+    os.link(outside, folder / "public" / "notes.md")
+    report = run.index_folder(folder)
+    assert "public/notes.md" in report.removed and report.refused["public/notes.md"].startswith("hard link")
+    assert "hs256" not in readable_texts(index, [EVERYONE])

@@ -188,6 +188,7 @@ def _opened(root: Path, relative: str) -> Iterator[int]:
 def read_inside(root: Path, relative: str, max_bytes: int | None = None, *, allow_hard_links: bool = False) -> bytes:
     """The bytes of the regular file ``root/relative``, never through a link.
 
+    ``root`` is the folder's resolved path (``Path.resolve``), as the scan saw it.
     Raises ``UnsafePath`` for a link anywhere on the way, a non-regular file,
     a hard link (unless ``allow_hard_links``), a path that leaves ``root``, or
     a file larger than ``max_bytes``; and ``LoadError`` for a file that cannot
@@ -214,12 +215,14 @@ def read_inside(root: Path, relative: str, max_bytes: int | None = None, *, allo
 def read_file_nofollow(path: Path, max_bytes: int | None = None) -> bytes:
     """The bytes of the regular file ``path``; its last component must not be a link."""
     # The manifest is named by the administrator and never indexed: a hard link is no leak.
-    return read_inside(path.parent, path.name, max_bytes, allow_hard_links=True)
+    return read_inside(Path(os.path.realpath(path.parent)), path.name, max_bytes, allow_hard_links=True)
 
 
 def _inside(path: Path, root: Path) -> bool:
+    # ``root`` as the caller resolved it, not resolved again: a folder swapped for a link
+    # since (by whoever may write to its parent) resolves elsewhere, and is refused.
     try:
-        path.relative_to(os.path.realpath(root))
+        path.relative_to(os.path.abspath(root))
     except ValueError:
         return False
     return True

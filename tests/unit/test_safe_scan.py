@@ -182,3 +182,27 @@ def test_an_indexed_file_replaced_by_a_hard_link_is_removed(
     report = run.index_folder(folder)
     assert "public/notes.md" in report.removed and report.refused["public/notes.md"].startswith("hard link")
     assert "hs256" not in readable_texts(index, [EVERYONE])
+
+
+def test_a_folder_swapped_for_a_link_after_it_was_resolved_is_refused(
+    tmp_path: Path, folder: Path, repo: SqlSettingsRepository
+) -> None:
+    # Whoever may write to the folder's parent swaps the folder for a link to a stricter one
+    # between the scan and the reads: every read must still come from the folder that was named.
+    stricter = tmp_path / "hr-only"
+    (stricter / "public").mkdir(parents=True)
+    (stricter / "public" / "welcome.md").write_text("# Pay\n\nThe CEO earns 987654 euros.\n")
+    root = folder.resolve()
+    assert b"canteen" in read_inside(root, "public/welcome.md")
+    os.rename(root, tmp_path / "corpus-moved")
+    root.symlink_to(stricter, target_is_directory=True)
+    with pytest.raises(UnsafePath, match="outside the folder"):
+        read_inside(root, "public/welcome.md")
+
+
+def test_a_manifest_in_a_folder_reached_through_a_link_is_still_read(tmp_path: Path, folder: Path) -> None:
+    from indexer.manifest import load_manifest
+
+    via = tmp_path / "via"
+    via.symlink_to(folder, target_is_directory=True)
+    assert load_manifest(via / "acl.yaml").rule_for("hr/salaries.md") is not None

@@ -213,12 +213,12 @@ def test_a_file_that_cannot_be_read_still_takes_the_manifests_narrower_acl(
     # EACCES). The run reports guide.txt as failed and keeps its old text: that must not keep its old ACL.
     import indexer.pipeline as pipeline
     from acl.errors import LoadError
+    from indexer.safe_scan import read_inside as real
 
     index = FakeIndex()
     ingestor(index, repo, FakeEmbedder()).index_folder(folder)
     narrowed = MANIFEST.replace('  - match: "**"', '  - match: "guide.txt"\n    allow: [user:bob]\n  - match: "**"')
     (folder / "acl.yaml").write_text(narrowed)
-    real = pipeline.read_inside
 
     def denied(root: Path, relative: str, max_bytes: int | None = None) -> bytes:
         if relative == "guide.txt":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -46,7 +47,12 @@ class AclRule:
     acl: Acl
 
     def matches(self, relative_path: str) -> bool:
-        return _glob(self.match).match(relative_path) is not None
+        # One Unicode form on both sides: a decomposed (NFD) file name, as macOS writes it, must not
+        # miss a rule typed composed (NFC) and fall through to a wider rule.
+        return (
+            _glob(unicodedata.normalize("NFC", self.match)).match(unicodedata.normalize("NFC", relative_path))
+            is not None
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -254,6 +254,14 @@ class Ingestor:
         for done in self._embed_and_write(loaded(), origin, report, on_chunks):
             if progress:
                 progress(done)
+        # A file that could not be read or indexed this time keeps its old text for now, never its
+        # old ACL: who may read it is the manifest's to say, and that needs no byte of the file.
+        for document_id in report.failed:
+            previous = known.get(document_id)
+            if previous is not None and document_id not in report.removed:
+                acl = manifest.acl_for(document_id)
+                if previous.acl != acl:
+                    self.set_acl(document_id, acl)
         return report
 
     def _forget_folder(self, root: Path) -> IndexReport | None:

@@ -30,6 +30,12 @@ _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 LINK = "symbolic link (not followed)"
 FOLDER_LINK = "symbolic link to a folder (not followed)"
 NOT_A_FOLDER = "not a folder"
+HARD_LINK = "hard link (the same file has another name, maybe outside the folder)"
+
+
+def _hard_linked(info: os.stat_result) -> bool:
+    """A regular file with more than one name: one of them may be a file outside the folder."""
+    return info.st_nlink > 1
 
 
 @dataclass(slots=True)
@@ -105,10 +111,11 @@ def _scan(fd: int, prefix: str, supported: frozenset[str], ignore: frozenset[str
             result.refused[shown(relative)] = problem
             continue
         try:
-            mode = entry.stat(follow_symlinks=False).st_mode
+            info = entry.stat(follow_symlinks=False)
         except OSError as exc:
             result.refused[relative] = f"cannot inspect ({exc.strerror})"
             continue
+        mode = info.st_mode
         if stat.S_ISLNK(mode):
             result.refused[relative] = FOLDER_LINK if _points_to_folder(name, fd) else LINK
         elif stat.S_ISDIR(mode):
@@ -123,6 +130,8 @@ def _scan(fd: int, prefix: str, supported: frozenset[str], ignore: frozenset[str
                 os.close(child)
         elif not stat.S_ISREG(mode):
             result.refused[relative] = _kind(mode)
+        elif os.path.splitext(name)[1].lower() in supported and _hard_linked(info):
+            result.refused[relative] = HARD_LINK
         elif os.path.splitext(name)[1].lower() in supported:
             result.files.append(relative)
         else:
@@ -176,17 +185,21 @@ def _opened(root: Path, relative: str) -> Iterator[int]:
             os.close(fd)
 
 
-def read_inside(root: Path, relative: str, max_bytes: int | None = None) -> bytes:
+def read_inside(root: Path, relative: str, max_bytes: int | None = None, *, allow_hard_links: bool = False) -> bytes:
     """The bytes of the regular file ``root/relative``, never through a link.
 
+    ``root`` is the folder's resolved path (``Path.resolve``), as the scan saw it.
     Raises ``UnsafePath`` for a link anywhere on the way, a non-regular file,
-    a path that leaves ``root``, or a file larger than ``max_bytes``; and
-    ``LoadError`` for a file that cannot be opened (gone, no permission).
+    a hard link (unless ``allow_hard_links``), a path that leaves ``root``, or
+    a file larger than ``max_bytes``; and ``LoadError`` for a file that cannot
+    be opened (gone, no permission).
     """
     with _opened(root, relative) as fd:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise UnsafePath(f"{shown(relative)}: {_kind(info.st_mode)}")
+        if not allow_hard_links and _hard_linked(info):
+            raise UnsafePath(f"{shown(relative)}: {HARD_LINK}")
         if max_bytes is not None and info.st_size > max_bytes:
             raise UnsafePath(f"{shown(relative)}: larger than {max_bytes} bytes")
         # Defence in depth: where the kernel says the open file lives.
@@ -201,12 +214,15 @@ def read_inside(root: Path, relative: str, max_bytes: int | None = None) -> byte
 
 def read_file_nofollow(path: Path, max_bytes: int | None = None) -> bytes:
     """The bytes of the regular file ``path``; its last component must not be a link."""
-    return read_inside(path.parent, path.name, max_bytes)
+    # The manifest is named by the administrator and never indexed: a hard link is no leak.
+    return read_inside(Path(os.path.realpath(path.parent)), path.name, max_bytes, allow_hard_links=True)
 
 
 def _inside(path: Path, root: Path) -> bool:
+    # ``root`` as the caller resolved it, not resolved again: a folder swapped for a link
+    # since (by whoever may write to its parent) resolves elsewhere, and is refused.
     try:
-        path.relative_to(os.path.realpath(root))
+        path.relative_to(os.path.abspath(root))
     except ValueError:
         return False
     return True

@@ -15,9 +15,9 @@ import pytest
 
 from acl.errors import IndexUnavailable, InvalidArgument, NotFound
 from acl.model import Acl
+from indexer.index.embedded import sqlite as embedded_sqlite
 from indexer.index.embedded.ef_policy import EfPolicy
 from indexer.index.embedded.index import EmbeddedIndex
-from indexer.index.embedded import sqlite as embedded_sqlite
 from indexer.index.embedded.search import Planner
 from indexer.index.filters import acl_filter, documents_filter
 from indexer.index.port import ChunkRecord, StoreSpec

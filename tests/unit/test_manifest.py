@@ -41,3 +41,24 @@ def test_first_matching_rule_wins_and_unmatched_is_nobody() -> None:
 def test_bad_manifests_name_the_problem(bad: object) -> None:
     with pytest.raises(InvalidArgument):
         parse_manifest(bad, "acl.yaml")
+
+
+def test_a_rule_matches_a_name_whatever_its_unicode_normal_form() -> None:
+    # Files copied from macOS keep decomposed names (NFD); manifests are typed composed (NFC).
+    # A restricted folder whose rule did not match fell through to the wider '**' rule.
+    import unicodedata
+
+    manifest = parse_manifest(
+        {
+            "documents": [
+                {"match": "Gehälter/**", "allow": ["group:hr"]},
+                {"match": "**", "allow": ["group:everyone"]},
+            ]
+        }
+    )
+    for form in ("NFC", "NFD"):
+        assert manifest.acl_for(unicodedata.normalize(form, "Gehälter/2026.md")) == Acl.of(["group:hr"])
+    nfd_rule = parse_manifest(
+        {"documents": [{"match": unicodedata.normalize("NFD", "Gehälter/**"), "allow": ["group:hr"]}]}
+    )
+    assert nfd_rule.acl_for(unicodedata.normalize("NFC", "Gehälter/2026.md")) == Acl.of(["group:hr"])

@@ -204,3 +204,45 @@ def test_failed_index_acl_update_marks_document_for_reindex(folder: Path, repo: 
     report = ingestor(index, repo, FakeEmbedder()).index_folder(folder)
     assert "finance/q3.md" in report.indexed
     assert index.count(STORE, {"field": "acl_allow", "operator": "in", "value": ["user:bob"]}) > 0
+
+
+def test_a_file_that_cannot_be_read_still_takes_the_manifests_narrower_acl(
+    folder: Path, repo: SqlSettingsRepository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # HR restricts guide.txt in the manifest and on disk (chmod 600 by its owner, so the indexer gets
+    # EACCES). The run reports guide.txt as failed and keeps its old text: that must not keep its old ACL.
+    import indexer.ingest.pipeline as pipeline
+    from acl.errors import LoadError
+    from indexer.ingest.safe_scan import read_inside as real
+
+    index = FakeIndex()
+    ingestor(index, repo, FakeEmbedder()).index_folder(folder)
+    narrowed = MANIFEST.replace('  - match: "**"', '  - match: "guide.txt"\n    allow: [user:bob]\n  - match: "**"')
+    (folder / "acl.yaml").write_text(narrowed)
+
+    def denied(root: Path, relative: str, max_bytes: int | None = None) -> bytes:
+        if relative == "guide.txt":
+            raise LoadError("guide.txt: cannot open (Permission denied)")
+        return real(root, relative, max_bytes)
+
+    monkeypatch.setattr(pipeline, "read_inside", denied)
+    report = ingestor(index, repo, FakeEmbedder()).index_folder(folder)
+    assert "guide.txt" in report.failed
+    assert repo.acls(STORE, ["guide.txt"])["guide.txt"] == Acl.of(["user:bob"])
+    everyone = {"field": "acl_allow", "operator": "in", "value": ["group:everyone"]}
+    assert {c.acl for c in index.chunks[STORE].values() if c.document_id == "guide.txt"} == {Acl.of(["user:bob"])}
+    assert index.count(STORE, everyone) > 0  # page.html is still everyone's
+
+
+def test_a_rejected_document_still_takes_the_manifests_narrower_acl(folder: Path, repo: SqlSettingsRepository) -> None:
+    index = FakeIndex()
+    ingestor(index, repo, FakeEmbedder()).index_folder(folder)
+    (folder / "guide.txt").write_text("Vacation is now 30 days.\n")
+    narrowed = MANIFEST.replace('  - match: "**"', '  - match: "guide.txt"\n    allow: [user:bob]\n  - match: "**"')
+    (folder / "acl.yaml").write_text(narrowed)
+    rejecting = RejectingIndex()
+    rejecting.chunks, rejecting.vectors, rejecting.dimensions = index.chunks, index.vectors, index.dimensions
+    report = ingestor(rejecting, repo, FakeEmbedder()).index_folder(folder)
+    assert "guide.txt" in report.failed
+    assert repo.acls(STORE, ["guide.txt"])["guide.txt"] == Acl.of(["user:bob"])
+    assert {c.acl for c in index.chunks[STORE].values() if c.document_id == "guide.txt"} == {Acl.of(["user:bob"])}

@@ -13,6 +13,7 @@ from acl.model import EVERYONE
 from indexer.index import StoreSpec
 from indexer.ingest.pipeline import Ingestor
 from indexer.ingest.safe_scan import read_inside, shown
+from service.access.state import AccessState
 from service.domain.store import Store
 from service.persistence.sql_settings import SqlSettingsRepository
 from tests.fakes import FakeIndex
@@ -66,7 +67,7 @@ def folder(tmp_path: Path, outside: Path) -> Path:
 def ingestor(index: FakeIndex, repo: SqlSettingsRepository) -> Ingestor:
     embedder = FakeEmbedder()
     index.ensure(StoreSpec(STORE, embedder.dimension))
-    return Ingestor(index=index, catalog=repo, embedder=embedder, store_id=STORE)
+    return Ingestor(index=index, catalog=repo, access=AccessState(repo, index), embedder=embedder, store_id=STORE)
 
 
 def readable_texts(index: FakeIndex, principals: list[str]) -> str:
@@ -145,3 +146,63 @@ def test_a_file_no_rule_matches_is_named(folder: Path, repo: SqlSettingsReposito
     report = ingestor(index, repo).index_folder(folder)
     assert report.unmatched == ["stray.md"] and "stray.md" in report.indexed
     assert "Stray" not in readable_texts(index, ["user:bob", EVERYONE, "group:hr"])
+
+
+def test_a_hard_link_to_a_file_outside_is_refused(
+    tmp_path: Path, folder: Path, outside: Path, repo: SqlSettingsRepository
+) -> None:
+    # A hard link is a regular file, so O_NOFOLLOW and the /proc/self/fd check both let it through:
+    # the JWT secret (or another folder's salaries) would be indexed under this folder's rules.
+    os.link(outside, folder / "public" / "notes.md")
+    salaries = tmp_path / "hr-folder" / "salaries.md"
+    salaries.parent.mkdir()
+    salaries.write_text("# Pay\n\nThe CEO earns 987654 euros.\n")
+    os.link(salaries, folder / "public" / "pay.md")
+    index = FakeIndex()
+    report = ingestor(index, repo).index_folder(folder)
+    assert report.refused["public/notes.md"].startswith("hard link")
+    assert report.refused["public/pay.md"].startswith("hard link")
+    assert "public/notes.md" not in report.indexed and "public/pay.md" not in report.indexed
+    everyone = readable_texts(index, ["user:bob", EVERYONE])
+    assert "hs256" not in everyone and "987654" not in everyone
+    with pytest.raises(UnsafePath, match="hard link"):
+        read_inside(folder, "public/pay.md")
+
+
+def test_an_indexed_file_replaced_by_a_hard_link_is_removed(
+    folder: Path, outside: Path, repo: SqlSettingsRepository
+) -> None:
+    index = FakeIndex()
+    run = ingestor(index, repo)
+    (folder / "public" / "notes.md").write_text("# Notes\n\nHarmless for now.\n")
+    run.index_folder(folder)
+    assert repo.get_document(STORE, "public/notes.md") is not None
+    (folder / "public" / "notes.md").unlink()
+    os.link(outside, folder / "public" / "notes.md")
+    report = run.index_folder(folder)
+    assert "public/notes.md" in report.removed and report.refused["public/notes.md"].startswith("hard link")
+    assert "hs256" not in readable_texts(index, [EVERYONE])
+
+
+def test_a_folder_swapped_for_a_link_after_it_was_resolved_is_refused(
+    tmp_path: Path, folder: Path, repo: SqlSettingsRepository
+) -> None:
+    # Whoever may write to the folder's parent swaps the folder for a link to a stricter one
+    # between the scan and the reads: every read must still come from the folder that was named.
+    stricter = tmp_path / "hr-only"
+    (stricter / "public").mkdir(parents=True)
+    (stricter / "public" / "welcome.md").write_text("# Pay\n\nThe CEO earns 987654 euros.\n")
+    root = folder.resolve()
+    assert b"canteen" in read_inside(root, "public/welcome.md")
+    os.rename(root, tmp_path / "corpus-moved")
+    root.symlink_to(stricter, target_is_directory=True)
+    with pytest.raises(UnsafePath, match="outside the folder"):
+        read_inside(root, "public/welcome.md")
+
+
+def test_a_manifest_in_a_folder_reached_through_a_link_is_still_read(tmp_path: Path, folder: Path) -> None:
+    from indexer.ingest.manifest import load_manifest
+
+    via = tmp_path / "via"
+    via.symlink_to(folder, target_is_directory=True)
+    assert load_manifest(via / "acl.yaml").rule_for("hr/salaries.md") is not None

@@ -82,18 +82,8 @@ class Chunk:
 
     @staticmethod
     def of(chunk: SourceChunk) -> Chunk:
-        return Chunk(
-            document_id=chunk.document_id,
-            chunk_id=chunk.chunk_id,
-            title=chunk.title,
-            source_uri=chunk.source_uri,
-            text=chunk.text,
-            heading_path=list(chunk.heading_path),
-            score=chunk.score,
-            relevance=chunk.relevance,
-            start=chunk.start,
-            end=chunk.end,
-        )
+        # The one presentation of a source chunk, shared with gRPC and the CLI's JSON.
+        return Chunk(**chunk.to_dict())
 
 
 @strawberry.type(description="Milliseconds one step of a query took.")

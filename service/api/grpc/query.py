@@ -52,21 +52,9 @@ def document_query(request: Any) -> DocumentQuery:
 
 
 def chunk_message(services: Services, chunk: SourceChunk) -> Any:
-    message = services.stubs.common.SourceChunk(
-        document_id=chunk.document_id,
-        chunk_id=chunk.chunk_id,
-        title=chunk.title,
-        source_uri=chunk.source_uri,
-        text=chunk.text,
-        heading_path=list(chunk.heading_path),
-        start=chunk.start,
-        end=chunk.end,
-    )
-    if chunk.score is not None:
-        message.score = chunk.score
-    if chunk.relevance is not None:
-        message.relevance = chunk.relevance
-    return message
+    # The one presentation of a source chunk (as GraphQL and the CLI's JSON); proto3 optionals stay unset for None.
+    fields = {name: value for name, value in chunk.to_dict().items() if value is not None}
+    return services.stubs.common.SourceChunk(**fields)
 
 
 def answer_message(services: Services, answer: Answer) -> Any:

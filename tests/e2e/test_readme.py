@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.e2e.test_cli import run
 
 ROOT = Path(__file__).resolve().parents[2]
 Q3 = "What was the revenue in the third quarter?"
@@ -27,18 +27,7 @@ def _walkthrough() -> list[list[str]]:
 
 
 def _docqa(data_dir: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DOCQA_DATA_DIR": str(data_dir)}
-    env.pop("DOCQA_CONFIG", None)
-    result = subprocess.run(
-        [sys.executable, "-m", "service.api.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert result.returncode == 0 and "Traceback" not in result.stderr, (args, result.stderr)
-    return result
+    return run(data_dir, *args)  # exit 0 and no traceback, checked by the CLI suite's helper
 
 
 def _documents(data_dir: Path, user: str, question: str = Q3) -> set[str]:

@@ -48,6 +48,25 @@ class DeadlineExceeded(DocQAError):
     """The caller's deadline passed before the work finished."""
 
 
+class Cancelled(DocQAError):
+    """The caller cancelled the request, or went away, before the answer was complete."""
+
+
+class ResourceExhausted(DocQAError):
+    """More work than the service takes on at once: every streaming slot is busy, or a rate limit is spent.
+
+    ``retry_after_s`` is how long the caller should wait before trying again, when known.
+    """
+
+    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class RateLimited(ResourceExhausted):
+    """The caller made more calls than its rate limit allows; a call is accepted again after ``retry_after_s``."""
+
+
 class ConfigurationError(DocQAError):
     """Configuration is missing or malformed; the message names the key."""
 

@@ -267,6 +267,7 @@ class Settings(BaseSettings):
     # The gRPC and GraphQL servers and who may call them (sections defined at the end of this module).
     server: ServerConfig = Field(default_factory=lambda: ServerConfig())
     auth: AuthConfig = Field(default_factory=lambda: AuthConfig())
+    limits: LimitsConfig = Field(default_factory=lambda: LimitsConfig())
 
     @classmethod
     def settings_customise_sources(
@@ -282,6 +283,12 @@ class Settings(BaseSettings):
         if yaml_file:
             sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=yaml_file))
         return tuple(sources)
+
+    @model_validator(mode="after")
+    def _streams_leave_workers(self) -> Settings:
+        if self.limits.max_streams > self.server.grpc_workers:
+            raise ValueError("limits.max_streams must not exceed server.grpc_workers (each stream holds a gRPC worker)")
+        return self
 
     @property
     def database_url(self) -> str:
@@ -434,6 +441,47 @@ class AuthConfig(_Section):
         if self.hs256_secret is not None and len(self.hs256_secret.get_secret_value()) < 32:
             raise ValueError("hs256_secret must be at least 32 characters")
         return self
+
+
+class RateLimit(_Section):
+    """A token bucket per caller: ``burst`` calls at once, refilled at ``requests_per_second``."""
+
+    #: Calls per second each caller may make on average; 0 = no limit.
+    requests_per_second: float = Field(0.0, ge=0, le=1_000_000)
+    #: Calls a caller may make at once (the bucket's size); 0 = requests_per_second rounded up.
+    burst: int = Field(0, ge=0, le=1_000_000)
+
+    @model_validator(mode="after")
+    def _burst_needs_a_rate(self) -> RateLimit:
+        if self.burst and not self.requests_per_second:
+            raise ValueError("burst needs requests_per_second (0 turns the limit off)")
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        return self.requests_per_second > 0
+
+    @property
+    def capacity(self) -> int:
+        """The bucket's size: ``burst``, or the rate rounded up (at least 1)."""
+        return self.burst or max(1, math.ceil(self.requests_per_second))
+
+
+class RateLimits(_Section):
+    """Per-caller rate limits of each interface (per replica: every replica keeps its own buckets)."""
+
+    grpc: RateLimit = RateLimit()
+    graphql: RateLimit = RateLimit()
+    #: Callers remembered per interface (bounds memory); buckets idle long enough to be full go first.
+    max_callers: int = Field(100_000, ge=1, le=10_000_000)
+
+
+class LimitsConfig(_Section):
+    """How much work a server takes on at once, and how fast each caller may call."""
+
+    #: Streaming answers (gRPC ``Stream*`` calls) generated at once; one more is refused RESOURCE_EXHAUSTED.
+    max_streams: int = Field(8, ge=1, le=1024)
+    rate: RateLimits = RateLimits()
 
 
 Settings.model_rebuild()

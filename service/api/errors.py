@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from acl.errors import (
+    Cancelled,
     ConfigurationError,
     DeadlineExceeded,
     DocQAError,
@@ -12,6 +13,8 @@ from acl.errors import (
     LoadError,
     NotFound,
     PermissionDenied,
+    RateLimited,
+    ResourceExhausted,
     Unauthenticated,
     Unavailable,
 )
@@ -33,6 +36,10 @@ _TABLE: tuple[tuple[type[DocQAError], ErrorMapping], ...] = (
     (Unavailable, ErrorMapping("UNAVAILABLE", "UNAVAILABLE", 6)),
     (DeadlineExceeded, ErrorMapping("DEADLINE_EXCEEDED", "DEADLINE_EXCEEDED", 7)),
     (ConfigurationError, ErrorMapping("FAILED_PRECONDITION", "CONFIGURATION_ERROR", 8)),
+    # "Try again later": 75 is sysexits' EX_TEMPFAIL; a cancelled call exits as an interrupted one (130).
+    (RateLimited, ErrorMapping("RESOURCE_EXHAUSTED", "RATE_LIMITED", 75)),
+    (ResourceExhausted, ErrorMapping("RESOURCE_EXHAUSTED", "RESOURCE_EXHAUSTED", 75)),
+    (Cancelled, ErrorMapping("CANCELLED", "CANCELLED", 130)),
 )
 _INTERNAL = ErrorMapping("INTERNAL", "INTERNAL_SERVER_ERROR", 70)
 

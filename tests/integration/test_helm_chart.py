@@ -112,6 +112,7 @@ def test_rendered_configuration_is_accepted_by_docqa(tmp_path: Path, monkeypatch
     settings = load_settings(config)
     assert (settings.server.host, settings.server.grpc_port, settings.server.http_port) == ("0.0.0.0", 50051, 8080)
     assert settings.index.backend == "opensearch" and settings.generator.backend == "watsonx"
+    assert settings.limits.rate.grpc.enabled and settings.limits.rate.graphql.enabled
 
 
 def test_notes_tell_how_to_reach_both_apis(values: dict[str, Any]) -> None:

@@ -42,6 +42,7 @@ def test_production_example_loads_with_secrets_from_the_environment(
     assert settings.index.backend == "opensearch"
     assert settings.generator.backend == "watsonx"
     assert settings.server.host == "0.0.0.0"
+    assert settings.limits.rate.grpc.enabled and settings.limits.rate.graphql.enabled  # per-caller rate limits on
     assert "s3cret" not in repr(settings) and "wx-key" not in repr(settings)
 
 

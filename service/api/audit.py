@@ -20,6 +20,7 @@ from service.api.errors import mapping_for
 from service.domain.queries import Answer, DocumentQuery, MultiDocumentQuery, Query, VectorQuery
 from service.observability.metrics import Metrics
 from service.persistence.ports import AuditLog, AuditRecord
+from service.query.cancellation import Cancellation
 from service.query.engine import QueryEngine
 from service.security.tokens import Identity
 
@@ -50,16 +51,22 @@ class AuditedQueries:
     metrics: Metrics
 
     def ask(
-        self, identity: Identity, query: Query, interface: str, on_text: Callable[[str], None] | None = None
+        self,
+        identity: Identity,
+        query: Query,
+        interface: str,
+        on_text: Callable[[str], None] | None = None,
+        cancel: Cancellation | None = None,
     ) -> Answer:
         """The engine's answer; the record is written (outcome = status name) whether it succeeds or not.
 
-        ``on_text`` receives the answer text as the generator streams it.
+        ``on_text`` receives the answer text as the generator streams it; ``cancel``
+        stops the query once its caller went away (outcome CANCELLED or DEADLINE_EXCEEDED).
         """
         name = query_class(query)
         started = time.perf_counter()
         try:
-            answer = self.engine().ask(identity.caller(), query, on_text)
+            answer = self.engine().ask(identity.caller(), query, on_text, cancel)
         except DocQAError as exc:
             self._record_failure(identity, query, name, interface, mapping_for(exc).grpc_status, started)
             raise

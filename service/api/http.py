@@ -16,7 +16,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from strawberry.asgi import GraphQL
 
+from service.api.graphql.rate_limit import RateLimitedGraphQL, verified_identity
 from service.api.graphql.schema import GraphQLServices, RequestContext, build_schema
+from service.security.rate_limit import RateLimiter
 
 log = logging.getLogger("docqa.http")
 
@@ -27,7 +29,8 @@ class _DocQAGraphQL(GraphQL[RequestContext, None]):
         self._services = services
 
     async def get_context(self, request: Any, response: Any) -> RequestContext:
-        return RequestContext(self._services, request.headers.get("authorization"))
+        known = verified_identity(request)  # verified already by the rate limiter
+        return RequestContext(self._services, request.headers.get("authorization"), [known] if known else [])
 
 
 class _BodyLimit:
@@ -73,7 +76,11 @@ def build_http_app(services: GraphQLServices) -> ASGIApp:
     """The ASGI application of the HTTP port."""
     config = services.app.settings.server
     schema = build_schema(config.graphql_max_depth, config.graphql_max_tokens, config.graphql_max_aliases)
-    graphql = _DocQAGraphQL(services, schema=schema, graphql_ide="graphiql", allow_queries_via_get=False)
+    graphql: ASGIApp = _DocQAGraphQL(services, schema=schema, graphql_ide="graphiql", allow_queries_via_get=False)
+    rates = services.app.settings.limits.rate
+    limiter = RateLimiter.from_config(rates.graphql, rates.max_callers)
+    if limiter is not None:
+        graphql = RateLimitedGraphQL(graphql, services.authenticator, limiter, services.metrics)
 
     async def live(_: Request) -> Response:
         return JSONResponse({"status": "ok"})

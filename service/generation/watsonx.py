@@ -116,15 +116,22 @@ class WatsonxGenerator(Generator):
             )
 
     def stream(self, prompt: Prompt) -> Iterator[str]:
-        """The answer in pieces as the model produces them (server-sent events)."""
+        """The answer in pieces as the model produces them (server-sent events).
+
+        Closing this iterator early closes the SDK's stream and with it the HTTP
+        response: the connection is dropped, so the model stops generating for us.
+        """
         model_id = self._model_id_for(prompt)
         with self._errors(model_id):
             model = self._model(model_id)
             events = model.generate_text_stream(prompt=prompt.render(), params=self._parameters(), raw_response=True)
-            for event in events:
-                piece = event["results"][0].get("generated_text") or ""
-                if piece:
-                    yield piece
+            try:
+                for event in events:
+                    piece = event["results"][0].get("generated_text") or ""
+                    if piece:
+                        yield piece
+            finally:
+                events.close()  # at once, not whenever the garbage collector gets to it
 
     def close(self) -> None:
         """Close the HTTP connections; the next call connects again."""

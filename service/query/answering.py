@@ -13,6 +13,7 @@ from service.domain.queries import NO_ANSWER_GENERATED, NO_RELEVANT_DOCUMENT, An
 from service.domain.threshold import Threshold
 from service.generation.port import Completion, ContextChunk, Generator, Prompt
 from service.generation.prompting import Budgeted, fit_prompt
+from service.query.cancellation import Cancellation
 from service.query.context import QueryContext, Scope
 
 log = logging.getLogger("docqa.query")
@@ -32,8 +33,13 @@ class Answering:
         scope: Scope,
         perform_llm_query: bool,
         on_text: Callable[[str], None] | None = None,
+        cancel: Cancellation | None = None,
     ) -> Answer:
-        """The answer of a query from its scope: the generator's text (unless not asked for) and the sources."""
+        """The answer of a query from its scope: the generator's text (unless not asked for) and the sources.
+
+        With ``cancel``, no generation starts once the caller went away, and a
+        streamed one stops at the next piece (the generator's stream is closed).
+        """
         store, question, clock = ctx.store, ctx.question, ctx.clock
         scale = Threshold(store.min_threshold, store.max_threshold)
         chunks = tuple(_source(hit, scale) for hit in scope.hits)
@@ -64,8 +70,10 @@ class Answering:
                 if not fitted.fits:
                     generation_error = "not even the best source fits the language model's context window"
             if generation_error is None:
+                if cancel is not None:
+                    cancel.check()
                 try:
-                    completion = self._generate(prompt, on_text)
+                    completion = self._generate(prompt, on_text, cancel)
                 except GeneratorUnavailable as exc:
                     # The caller still gets the scored sources, with a plain statement instead of an answer.
                     generation_error = exc.message
@@ -108,14 +116,28 @@ class Answering:
         )
         return result
 
-    def _generate(self, prompt: Prompt, on_text: Callable[[str], None] | None) -> Completion:
-        """The generator's completion; streamed piece by piece to ``on_text`` when given."""
+    def _generate(
+        self, prompt: Prompt, on_text: Callable[[str], None] | None, cancel: Cancellation | None
+    ) -> Completion:
+        """The generator's completion; streamed piece by piece to ``on_text`` when given.
+
+        The stream is closed whenever this returns or raises, so a generator
+        that reads from a language model stops reading (and paying) at once.
+        """
         if on_text is None:
             return self._generator.generate(prompt)
         pieces: list[str] = []
-        for piece in self._generator.stream(prompt):
-            pieces.append(piece)
-            on_text(piece)
+        stream = self._generator.stream(prompt)
+        try:
+            for piece in stream:
+                if cancel is not None:
+                    cancel.check()
+                pieces.append(piece)
+                on_text(piece)
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
         return Completion(text="".join(pieces), model_id=self._generator.model_id, stop_reason="streamed")
 
 

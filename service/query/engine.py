@@ -22,6 +22,7 @@ from service.domain.threshold import parse_level
 from service.generation.port import Generator
 from service.persistence.ports import SettingsRepository
 from service.query.answering import Answering
+from service.query.cancellation import Cancellation
 from service.query.context import QueryContext, Scope
 from service.query.document import document_scope
 from service.query.multi_document import multi_document_scope
@@ -53,11 +54,19 @@ class QueryEngine:
         )
         self._answering = Answering(generator)
 
-    def ask(self, caller: Caller, query: Query, on_text: Callable[[str], None] | None = None) -> Answer:
+    def ask(
+        self,
+        caller: Caller,
+        query: Query,
+        on_text: Callable[[str], None] | None = None,
+        cancel: Cancellation | None = None,
+    ) -> Answer:
         """Run ``query`` for ``caller``; raise InvalidArgument/NotFound before any work.
 
         With ``on_text`` the generator streams: each piece of answer text is
         handed to ``on_text`` as it is produced, before the answer is returned.
+        With ``cancel`` the query stops (Cancelled, DeadlineExceeded) once its
+        caller no longer wants the answer, and no language model is kept working for it.
         """
         store = self._store(query.store_id)
         question = self._limits.question(query.question)
@@ -75,7 +84,7 @@ class QueryEngine:
             scope, name = document_scope(self._retrieval, self._limits, ctx, document_id), "document"
         else:  # pragma: no cover - the type system rules it out
             raise InvalidArgument(f"unknown query class {type(query).__name__}")
-        return self._answering.answer(ctx, caller, name, scope, query.perform_llm_query, on_text)
+        return self._answering.answer(ctx, caller, name, scope, query.perform_llm_query, on_text, cancel)
 
     def principals(self, caller: Caller, store_id: str | None = None) -> frozenset[str]:
         """The caller's principal set: user, transitive groups, token groups, everyone.

@@ -6,6 +6,7 @@ import re
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -30,17 +31,21 @@ DOCUMENTS = {
 }
 
 
-def settings_for(data_dir: Path, **auth: object) -> Settings:
+def settings_for(data_dir: Path, *, limits: dict[str, Any] | None = None, **auth: object) -> Settings:
     return Settings(
         data_dir=data_dir,
         auth={"hs256_secret": SECRET, **auth},
         server={"grpc_port": 0, "http_port": 0, "max_message_bytes": 256 * 1024},
+        limits=limits or {},
     )
 
 
-def build_world(data_dir: Path, *, generator: Generator | None = None, **auth: object) -> App:
+def build_world(
+    data_dir: Path, *, generator: Generator | None = None, limits: dict[str, Any] | None = None, **auth: object
+) -> App:
     """An application with the ``acme`` store: alice is in group hr, bob owns his notes."""
-    app = build_app(settings_for(data_dir, **auth), generator=generator, embedder_factory=lambda _: FakeEmbedder())
+    settings = settings_for(data_dir, limits=limits, **auth)
+    app = build_app(settings, generator=generator, embedder_factory=lambda _: FakeEmbedder())
     ingestor = app.ingestor(STORE)
     for document_id, (text, allow) in DOCUMENTS.items():
         ingestor.upsert_bytes(

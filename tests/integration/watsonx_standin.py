@@ -6,7 +6,9 @@ text/generation_stream as server-sent events, text/chat) with correctly shaped
 JSON, checks the bearer token on every call, enforces each model's context
 window like the real service (HTTP 400), and records every request so tests
 can see what was sent. Test-only controls inject HTTP errors, delays and
-dropped connections for the next N requests to a path.
+dropped connections for the next N requests to a path, and pace a streamed
+answer (``stream_delay_s`` between tokens); each stream is recorded
+(``streams``): how many tokens were sent and whether the client hung up first.
 
 The certificate is self-signed and made at test time (``make_certificate``).
 """
@@ -20,6 +22,7 @@ import ipaddress
 import json
 import re
 import secrets
+import select
 import ssl
 import threading
 import time
@@ -114,6 +117,16 @@ class Fault:
 
 
 @dataclass
+class StreamRecord:
+    """One streamed answer as the stand-in served it."""
+
+    total: int  # tokens the answer has
+    sent: int = 0  # tokens written to the client
+    closed_by_client: bool = False  # the client hung up before the last token
+    finished: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
 class Recorded:
     method: str
     path: str
@@ -136,6 +149,9 @@ class StandIn:
         self.tokens: set[str] = set()
         self.reply = "Revenue rose [1]."
         self.requests: list[Recorded] = []
+        #: Seconds between two streamed tokens (watching for the client hanging up meanwhile).
+        self.stream_delay_s = 0.0
+        self.streams: list[StreamRecord] = []
         self._faults: list[Fault] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -192,6 +208,7 @@ class StandIn:
         with self._lock:
             self._faults.clear()
             self.requests.clear()
+            self.streams.clear()
 
     def calls(self, path: str) -> list[Recorded]:
         with self._lock:
@@ -423,12 +440,38 @@ class _Handler(BaseHTTPRequestHandler):
         result = whole["results"][0]
         pieces = [p + " " for p in result["generated_text"].split(" ")]
         pieces[-1] = pieces[-1].rstrip(" ")
+        standin = self.server.standin
+        record = StreamRecord(total=len(pieces))
+        with standin._lock:
+            standin.streams.append(record)
+        try:
+            self._send_stream(whole, pieces, record)
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+            record.closed_by_client = True
+            raise
+        finally:
+            record.finished.set()
+
+    def _hung_up(self, seconds: float) -> bool:
+        """Wait ``seconds``; True as soon as the client closes the connection (it sends nothing else)."""
+        readable, _, _ = select.select([self.connection], [], [], seconds)
+        return bool(readable)
+
+    def _send_stream(self, whole: dict[str, Any], pieces: list[str], record: StreamRecord) -> None:
+        standin = self.server.standin
+        result = whole["results"][0]
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         for number, piece in enumerate(pieces, start=1):
+            if number > 1 and standin.stream_delay_s and self._hung_up(standin.stream_delay_s):
+                record.closed_by_client = True
+                self.close_connection = True
+                return
+            if standin._stopping.is_set():
+                return
             last = number == len(pieces)
             event = dict(whole)
             event["results"] = [
@@ -442,6 +485,7 @@ class _Handler(BaseHTTPRequestHandler):
             data = f"id: {number}\nevent: message\ndata: {json.dumps(event)}\n\n".encode()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
+            record.sent = number
         self.wfile.write(b"0\r\n\r\n")
 
     def _chat(self, query: dict[str, list[str]], body: Any) -> None:

@@ -1,27 +1,33 @@
-"""What every gRPC servicer shares: the caller's identity, error mapping, deadlines, metrics."""
+"""What every gRPC servicer shares: the caller's identity, rate limits, error mapping, deadlines, metrics."""
 
 from __future__ import annotations
 
 import functools
 import inspect
 import logging
+import math
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
 
-from acl.errors import DeadlineExceeded, DocQAError, Unauthenticated
+from acl.errors import DeadlineExceeded, DocQAError, ResourceExhausted, Unauthenticated
 from service.api.audit import AuditedQueries
 from service.api.errors import mapping_for, public_message
+from service.api.grpc.streaming import StreamPool
 from service.api.grpc.stubs import Stubs
 from service.bootstrap import App
 from service.observability.metrics import Metrics
+from service.security.rate_limit import RateLimiter
 from service.security.tokens import Authenticator, Identity
 
 log = logging.getLogger("docqa.grpc")
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: The identity verified for the call being served (gRPC runs each call in a context of its own).
+_VERIFIED: ContextVar[tuple[grpc.ServicerContext, Identity] | None] = ContextVar("docqa_grpc_identity", default=None)
 
 
 @dataclass
@@ -33,16 +39,49 @@ class Services:
     authenticator: Authenticator
     queries: AuditedQueries
     metrics: Metrics
+    #: Streaming answers in progress, bounded by ``limits.max_streams``.
+    streams: StreamPool
+    #: Calls per caller (``limits.rate.grpc``); None = no limit.
+    limiter: RateLimiter | None = None
 
     def identity(self, context: grpc.ServicerContext) -> Identity:
         """The verified caller of this call (from the ``authorization`` metadata only)."""
+        verified = _VERIFIED.get()
+        if verified is not None and verified[0] is context:
+            return verified[1]
         values = [v for k, v in context.invocation_metadata() if k == "authorization"]
         if len(values) > 1:
             raise Unauthenticated("send exactly one authorization header")
         value = values[0] if values else None
         if isinstance(value, bytes):  # pragma: no cover - only -bin keys carry bytes
             raise Unauthenticated("invalid token")
-        return self.authenticator.identify(value)
+        identity = self.authenticator.identify(value)
+        _VERIFIED.set((context, identity))
+        return identity
+
+    def admit(self, context: grpc.ServicerContext) -> None:
+        """RateLimited when this call's caller has spent its rate limit.
+
+        The bucket is the verified user's; callers without a valid token share
+        their network address's (the call itself then fails UNAUTHENTICATED,
+        unless unauthenticated calls are allowed). Nothing is read before this.
+        """
+        if self.limiter is None:
+            return
+        try:
+            identity = self.identity(context)
+        except Unauthenticated:
+            identity = None
+        if identity is not None and identity.authenticated:
+            self.limiter.check(f"user:{identity.user_id}")
+        else:
+            self.limiter.check(f"peer:{_address(context.peer())}")
+
+
+def _address(peer: str) -> str:
+    """The address of a gRPC peer without its port (``ipv4:10.0.0.7:51234`` → ``ipv4:10.0.0.7``)."""
+    host, _, port = peer.rpartition(":")
+    return host if host and port.isdigit() else peer
 
 
 def check_deadline(context: grpc.ServicerContext) -> None:
@@ -73,6 +112,7 @@ def rpc(method: F) -> F:
             failure: BaseException | None = None
             try:
                 check_deadline(context)
+                self.services.admit(context)
                 yield from method(self, request, context)
             except (DocQAError, Exception) as exc:
                 failure = exc
@@ -86,6 +126,7 @@ def rpc(method: F) -> F:
         result: Any = None
         try:
             check_deadline(context)
+            self.services.admit(context)
             result = method(self, request, context)
         except (DocQAError, Exception) as exc:
             failure = exc
@@ -101,4 +142,7 @@ def _finish(metrics: Metrics, name: str, context: grpc.ServicerContext, failure:
         return
     code, message = _status(failure)
     metrics.requests.labels("grpc", name, code.name).inc()
+    if isinstance(failure, ResourceExhausted) and failure.retry_after_s is not None:
+        # As HTTP's Retry-After: whole seconds, at least one.
+        context.set_trailing_metadata((("retry-after", str(max(1, math.ceil(failure.retry_after_s)))),))
     context.abort(code, message)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import queue
 import re
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import grpc
 
-from acl.errors import DeadlineExceeded, InvalidArgument
+from acl.errors import InvalidArgument
 from service.api.grpc.context import Services, check_deadline, rpc
+from service.api.grpc.streaming import streamed_answer
 from service.domain.queries import Answer, DocumentQuery, MultiDocumentQuery, Query, SourceChunk, VectorQuery
 
 #: Streamed answer pieces: a word with the spaces after it.
@@ -92,36 +91,21 @@ class QueryServicer:
     def _stream(self, query: Query, context: grpc.ServicerContext) -> Iterator[Any]:
         """Answer text first, as the generator produces it, then each scored source, then the whole result.
 
-        The query runs in a worker thread that hands text pieces over a queue,
-        so each piece reaches the client while the generator is still working.
+        The answer is generated in the bounded stream pool (``service.api.grpc.streaming``)
+        and stops when the client cancels or its deadline passes.
         """
         identity = self.services.identity(context)
         check_deadline(context)
         event = self.services.stubs.query.QueryEvent
-        pieces: queue.Queue[tuple[str, Any]] = queue.Queue()
-
-        def work() -> None:
-            try:
-                answer = self.services.queries.ask(identity, query, "grpc", lambda t: pieces.put(("text", t)))
-            except BaseException as exc:  # re-raised in the servicer thread, mapped there
-                pieces.put(("error", exc))
-            else:
-                pieces.put(("answer", answer))
-
-        worker = threading.Thread(target=work, name="docqa-stream", daemon=True)
-        worker.start()
         streamed = False
-        while True:
-            kind, item = pieces.get()
-            if kind == "error":
-                raise item
-            if kind == "answer":
+        answer: Answer | None = None
+        for item in streamed_answer(self.services.streams, self.services.queries, identity, query, context):
+            if isinstance(item, Answer):
                 answer = item
-                break
-            if not context.is_active():
-                raise DeadlineExceeded("the client went away or its deadline passed")
-            streamed = True
-            yield event(text=item)
+            else:
+                streamed = True
+                yield event(text=item)
+        assert answer is not None  # streamed_answer ends with the answer or raises
         if not streamed:  # no generation (nothing relevant, no LLM, or the LLM failed): the statement whole
             for piece in _PIECE.findall(answer.answer or ""):
                 yield event(text=piece)

@@ -14,10 +14,12 @@ from service.api.audit import AuditedQueries
 from service.api.grpc.admin import AdminServicer, IndexingServicer
 from service.api.grpc.context import Services
 from service.api.grpc.query import QueryServicer
+from service.api.grpc.streaming import StreamPool
 from service.api.grpc.stubs import load
 from service.bootstrap import App
 from service.observability.metrics import Metrics
 from service.query.engine import QueryEngine
+from service.security.rate_limit import RateLimiter
 from service.security.tokens import Authenticator
 
 log = logging.getLogger("docqa.grpc")
@@ -32,12 +34,15 @@ def services_for(app: App, metrics: Metrics, authenticator: Authenticator | None
             engine.append(app.served_engine(metrics))
         return engine[0]
 
+    limits = app.settings.limits
     return Services(
         app=app,
         stubs=load(),
         authenticator=authenticator or Authenticator(app.settings),
         queries=AuditedQueries(served_engine, lambda: app.repository, metrics),
         metrics=metrics,
+        streams=StreamPool(limits.max_streams),
+        limiter=RateLimiter.from_config(limits.rate.grpc, limits.rate.max_callers),
     )
 
 
@@ -48,10 +53,12 @@ class GrpcServer:
     server: grpc.Server
     health: health.HealthServicer
     port: int
+    streams: StreamPool
 
     def stop(self, grace_s: float | None = 2.0) -> None:
         self.health.enter_graceful_shutdown()
         self.server.stop(grace_s).wait()
+        self.streams.shutdown()
 
 
 def start_grpc(services: Services, host: str | None = None, port: int | None = None) -> GrpcServer:
@@ -81,4 +88,4 @@ def start_grpc(services: Services, host: str | None = None, port: int | None = N
     for name in ("", *names):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     log.info("gRPC listening on %s (port %d)", address, bound)
-    return GrpcServer(server, health_servicer, bound)
+    return GrpcServer(server, health_servicer, bound, services.streams)

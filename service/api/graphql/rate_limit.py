@@ -1,0 +1,73 @@
+"""The GraphQL endpoint behind per-caller rate limits (``limits.rate.graphql``).
+
+The limit is decided per HTTP request, before the GraphQL document is read:
+a caller over its limit gets HTTP 429 with ``Retry-After`` and a GraphQL error
+body whose ``extensions.code`` is ``RATE_LIMITED``, and nothing runs. The
+bucket is the verified user's; callers without a valid token share their
+network address's bucket (the request itself then fails UNAUTHENTICATED,
+unless unauthenticated calls are allowed). The verified identity is handed on
+to the request's context, so the token is checked once.
+"""
+
+from __future__ import annotations
+
+import math
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from acl.errors import RateLimited, Unauthenticated
+from service.api.errors import mapping_for
+from service.observability.metrics import Metrics
+from service.security.rate_limit import RateLimiter
+from service.security.tokens import Authenticator, Identity
+
+#: Where the verified identity waits for the request's GraphQL context (``request.state``).
+IDENTITY_STATE = "docqa_identity"
+
+
+def verified_identity(request: Request) -> Identity | None:
+    """The identity the rate limiter verified for this request, if it did."""
+    identity = getattr(request.state, IDENTITY_STATE, None)
+    return identity if isinstance(identity, Identity) else None
+
+
+class RateLimitedGraphQL:
+    """ASGI wrapper of the GraphQL app: a POST over its caller's limit is answered 429 and goes no further."""
+
+    def __init__(self, app: ASGIApp, authenticator: Authenticator, limiter: RateLimiter, metrics: Metrics) -> None:
+        self.app = app
+        self._authenticator = authenticator
+        self._limiter = limiter
+        self._metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            try:
+                self._admit(Request(scope))
+            except RateLimited as exc:
+                await self._refuse(exc, scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def _admit(self, request: Request) -> None:
+        try:
+            identity: Identity | None = self._authenticator.identify(request.headers.get("authorization"))
+        except Unauthenticated:
+            identity = None
+        if identity is not None:
+            setattr(request.state, IDENTITY_STATE, identity)
+        if identity is not None and identity.authenticated:
+            self._limiter.check(f"user:{identity.user_id}")
+        else:
+            self._limiter.check(f"peer:{request.client.host if request.client else 'unknown'}")
+
+    async def _refuse(self, error: RateLimited, scope: Scope, receive: Receive, send: Send) -> None:
+        mapping = mapping_for(error)
+        self._metrics.requests.labels("graphql", "request", mapping.grpc_status).inc()
+        seconds = max(1, math.ceil(error.retry_after_s or 1.0))
+        body = {
+            "errors": [{"message": error.message, "extensions": {"code": mapping.graphql_code, "retryAfter": seconds}}]
+        }
+        await JSONResponse(body, status_code=429, headers={"Retry-After": str(seconds)})(scope, receive, send)

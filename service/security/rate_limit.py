@@ -1,0 +1,94 @@
+"""Per-caller rate limits: one token bucket per caller and interface, in this process.
+
+A caller may make ``capacity`` calls at once; the bucket then refills at
+``rate`` calls per second. The buckets live in memory, so a limit holds per
+replica (N replicas admit up to N times the rate). Memory is bounded: a bucket
+that has been idle long enough to be full again is the same as no bucket and is
+forgotten, and at most ``max_keys`` buckets are kept (beyond that the least
+recently used is forgotten first, which only ever lets a caller in, never out).
+
+The well-known libraries were weighed: ``token-bucket`` never forgets a key
+(an attacker's stream of peer addresses would grow it without bound) and reads
+the clock itself; ``limits`` offers window strategies, not a token bucket;
+``pyrate-limiter`` keeps a timestamp per request. The bucket is a few lines.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from acl.errors import RateLimited
+from service.config import RateLimit
+
+
+@dataclass(slots=True)
+class _Bucket:
+    tokens: float
+    stamp: float
+
+
+class RateLimiter:
+    """Token buckets by key: ``capacity`` calls at once, then ``rate`` calls per second."""
+
+    def __init__(
+        self,
+        rate: float,
+        capacity: int,
+        *,
+        max_keys: int = 100_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not rate > 0 or not math.isfinite(rate) or capacity < 1 or max_keys < 1:
+            raise ValueError("a rate limiter needs rate > 0, capacity >= 1 and max_keys >= 1")
+        self.rate = rate
+        self.capacity = capacity
+        self._max_keys = max_keys
+        self._clock = clock
+        self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, config: RateLimit, max_keys: int) -> RateLimiter | None:
+        """The limiter a configured limit asks for; None when it is off."""
+        if not config.enabled:
+            return None
+        return cls(config.requests_per_second, config.capacity, max_keys=max_keys)
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def wait_s(self, key: str) -> float:
+        """Take one call from ``key``'s bucket: 0.0 when admitted, else the seconds until a call would be."""
+        with self._lock:
+            now = self._clock()
+            bucket = self._buckets.pop(key, None)
+            tokens = self.capacity if bucket is None else self._level(bucket, now)
+            admitted = tokens >= 1.0
+            if admitted:
+                tokens -= 1.0
+            self._buckets[key] = _Bucket(tokens, now)  # (re)inserted last: the most recently used
+            self._forget(now)
+            return 0.0 if admitted else (1.0 - tokens) / self.rate
+
+    def check(self, key: str) -> None:
+        """Take one call from ``key``'s bucket, or raise RateLimited saying when to try again."""
+        wait = self.wait_s(key)
+        if wait > 0:
+            raise RateLimited(f"rate limit exceeded: retry after {math.ceil(wait)} s", retry_after_s=wait)
+
+    def _level(self, bucket: _Bucket, now: float) -> float:
+        return min(float(self.capacity), bucket.tokens + max(0.0, now - bucket.stamp) * self.rate)
+
+    def _forget(self, now: float) -> None:
+        # Least recently used first: forget buckets that are full again (no state lost), and
+        # past max_keys the oldest whatever its level.
+        while self._buckets:
+            key, oldest = next(iter(self._buckets.items()))
+            if len(self._buckets) <= self._max_keys and self._level(oldest, now) < self.capacity:
+                break
+            del self._buckets[key]

@@ -77,7 +77,8 @@ def main() -> None:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(data_dir=Path(tmp), auth={"hs256_secret": "bench-secret-" + "0" * 64})
+        auth = {"hs256_secret": "bench-secret-" + "0" * 64, "issuer": "docqa-bench", "audience": "docqa"}
+        settings = Settings(data_dir=Path(tmp), auth=auth)
         app = build_app(settings, embedder_factory=lambda _: FakeEmbedder())
         ingestor = app.ingestor("bench")
         for i in range(args.documents):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from typing import TypeVar
 
 from acl.errors import (
     Cancelled,
@@ -43,6 +45,11 @@ _TABLE: tuple[tuple[type[DocQAError], ErrorMapping], ...] = (
 )
 _INTERNAL = ErrorMapping("INTERNAL", "INTERNAL_SERVER_ERROR", 70)
 
+log = logging.getLogger("docqa.api")
+
+#: All a caller of the servers learns of a configuration error met while serving it.
+SERVICE_UNAVAILABLE = "the service is unavailable"
+
 
 def mapping_for(error: BaseException) -> ErrorMapping:
     """The mapping of the most specific class in the table that ``error`` is an instance of."""
@@ -57,3 +64,20 @@ def public_message(error: BaseException) -> str:
     if isinstance(error, DocQAError):
         return error.message
     return "internal error"
+
+
+E = TypeVar("E", bound=BaseException)
+
+
+def for_remote_caller(error: E) -> E | Unavailable:
+    """``error`` as a caller of the gRPC or GraphQL server may see it.
+
+    A configuration error (a wrong URL, model id, key file...) is the operator's
+    to fix and may name what a caller must not learn: it becomes a neutral
+    ``Unavailable`` and its detail goes to the log. The CLI, run by the operator,
+    shows configuration errors as they are.
+    """
+    if isinstance(error, ConfigurationError):
+        log.error("configuration error while serving a request: %s", error.message)
+        return Unavailable(SERVICE_UNAVAILABLE)
+    return error

@@ -9,10 +9,11 @@ answer, the chunk list, counts, errors) can tell it existed.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from acl.checker import AccessChecker
-from acl.errors import InvalidArgument, NotFound
+from acl.errors import ConfigurationError, InvalidArgument, NotFound, Unavailable
 from indexer.embedder import Embedder
 from indexer.index import Index
 from service.domain.limits import Limits
@@ -28,6 +29,11 @@ from service.query.document import document_scope
 from service.query.multi_document import multi_document_scope
 from service.query.retrieval import Retrieval
 from service.query.vector import vector_scope
+
+log = logging.getLogger("docqa.query")
+
+#: All a caller learns of a language model that is misconfigured (URL, credentials, project, model id).
+LANGUAGE_MODEL_UNAVAILABLE = "the language model is unavailable"
 
 
 class QueryEngine:
@@ -84,7 +90,12 @@ class QueryEngine:
             scope, name = document_scope(self._retrieval, self._limits, ctx, document_id), "document"
         else:  # pragma: no cover - the type system rules it out
             raise InvalidArgument(f"unknown query class {type(query).__name__}")
-        return self._answering.answer(ctx, caller, name, scope, query.perform_llm_query, on_text, cancel)
+        try:
+            return self._answering.answer(ctx, caller, name, scope, query.perform_llm_query, on_text, cancel)
+        except ConfigurationError as exc:
+            # The operator's to fix, and it may name a URL, a model or a project: the log gets it, the caller not.
+            log.error("store %s: the language model is misconfigured: %s", store.id, exc.message)
+            raise Unavailable(LANGUAGE_MODEL_UNAVAILABLE) from None
 
     def principals(self, caller: Caller, store_id: str | None = None) -> frozenset[str]:
         """The caller's principal set: user, transitive groups, token groups, everyone.

@@ -1,10 +1,13 @@
 """Who is calling: bearer tokens (JWT) verified with PyJWT, turned into a ``Caller``.
 
 The user is the token's ``sub``; groups come from the directory (the engine
-expands them) plus, when configured, a groups claim; admin comes from a
-configured role claim. Nothing in a request body can change who the caller is.
-Only the algorithms that configured keys exist for are accepted, so
-``alg: none`` and algorithm-confusion tokens are refused by PyJWT itself.
+expands them), plus the token's groups claim only with ``auth.token_groups:
+trust``; admin comes from a configured role claim. Nothing in a request body
+can change who the caller is. Only the algorithms that configured keys exist
+for are accepted, so ``alg: none`` and algorithm-confusion tokens are refused by
+PyJWT itself. Every token needs ``sub``, ``exp`` and ``iat`` (its lifetime is
+capped), and ``iss``/``aud`` whenever they are configured — which configuration
+demands for any key but the laptop's generated secret (``service.config``).
 """
 
 from __future__ import annotations
@@ -22,15 +25,16 @@ from typing import Any
 import jwt
 
 from acl.errors import ConfigurationError, InvalidArgument, PermissionDenied, Unauthenticated
-from acl.model import user_principal, validate_principal
+from acl.model import user_principal
 from indexer.private_files import private_dir
 from service.config import AuthConfig, Settings
 from service.domain.queries import Caller
+from service.security import claims as checked
+from service.security.claims import ANONYMOUS
 
 log = logging.getLogger("docqa.auth")
 
 SECRET_FILE_NAME = "jwt-secret"
-ANONYMOUS = "anonymous"
 _MAX_TOKEN_CHARS = 16_384
 
 
@@ -92,7 +96,12 @@ def _rs256_keys(auth: AuthConfig) -> tuple[list[Any], dict[str, Any]]:
     anonymous: list[Any] = []
     by_kid: dict[str, Any] = {}
     if auth.rs256_public_key_file is not None:
-        text = auth.rs256_public_key_file.read_text()
+        try:
+            text = auth.rs256_public_key_file.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigurationError(
+                f"auth.rs256_public_key_file: cannot read {auth.rs256_public_key_file} ({exc})"
+            ) from None
         marker = "-----END PUBLIC KEY-----"
         for block in (b for b in text.split(marker) if b.strip()):
             try:
@@ -104,7 +113,7 @@ def _rs256_keys(auth: AuthConfig) -> tuple[list[Any], dict[str, Any]]:
     if auth.jwks_file is not None:
         try:
             keyset = jwt.PyJWKSet.from_dict(json.loads(auth.jwks_file.read_text()))
-        except (ValueError, jwt.PyJWTError) as exc:
+        except (OSError, ValueError, jwt.PyJWTError) as exc:
             raise ConfigurationError(f"auth.jwks_file: {auth.jwks_file} is not a valid JWKS ({exc})") from None
         for key in keyset.keys:
             if key.key_id:
@@ -125,6 +134,11 @@ class Authenticator:
             raise ConfigurationError("auth: no HS256 secret and no RS256 public keys configured")
         if self._auth.allow_unauthenticated:
             log.warning("auth.allow_unauthenticated is on: calls without a token are served as %r", ANONYMOUS)
+        if self._auth.groups_claim is not None and self._auth.token_groups != "trust":
+            log.warning(
+                "auth.groups_claim %r is set but auth.token_groups is ignore: groups come from the directory only",
+                self._auth.groups_claim,
+            )
 
     def identify(self, authorization: str | None) -> Identity:
         """The identity behind an ``authorization`` header value; Unauthenticated when there is none."""
@@ -139,7 +153,7 @@ class Authenticator:
         return self.verify(token.strip())
 
     def verify(self, token: str) -> Identity:
-        """Check signature, expiry, issuer and audience; return who the token names."""
+        """Check signature, expiry, issuer, audience, lifetime and claim types; return who the token names."""
         if len(token) > _MAX_TOKEN_CHARS:
             raise Unauthenticated("invalid token")
         try:
@@ -168,48 +182,37 @@ class Authenticator:
         raise Unauthenticated("invalid token")
 
     def _decode(self, token: str, key: Any, algorithm: str) -> dict[str, Any]:
-        options: Any = {"require": ["sub", "exp"], "verify_aud": self._auth.audience is not None}
+        auth = self._auth
+        required = ["sub", "exp", "iat"]
+        required += [name for name, value in (("iss", auth.issuer), ("aud", auth.audience)) if value is not None]
+        options: Any = {"require": required, "verify_aud": auth.audience is not None}
         try:
             claims: dict[str, Any] = jwt.decode(
                 token,
                 key,
                 algorithms=[algorithm],  # exactly one, never taken from the token
-                audience=self._auth.audience,
-                issuer=self._auth.issuer,
-                leeway=self._auth.leeway_s,
+                audience=auth.audience,
+                issuer=auth.issuer,
+                leeway=auth.leeway_s,
                 options=options,
             )
         except jwt.ExpiredSignatureError:
             raise Unauthenticated("token expired") from None
         except (jwt.InvalidAudienceError, jwt.InvalidIssuerError):
             raise Unauthenticated("token not issued for this service") from None
+        except jwt.MissingRequiredClaimError as exc:  # the signature was fine: say which claim is missing
+            if exc.claim in ("aud", "iss"):
+                raise Unauthenticated("token not issued for this service") from None
+            raise Unauthenticated(f"invalid token: no {exc.claim!r} claim") from None
         except jwt.PyJWTError:
             raise Unauthenticated("invalid token") from None
         return claims
 
     def _claims(self, claims: dict[str, Any]) -> Identity:
-        user = claims.get("sub")
-        if not isinstance(user, str):
-            raise Unauthenticated("invalid token")
-        try:
-            user_principal(user)
-        except InvalidArgument:
-            raise Unauthenticated("invalid token") from None
-        groups: tuple[str, ...] = ()
-        if self._auth.groups_claim is not None:
-            raw = claims.get(self._auth.groups_claim, [])
-            if isinstance(raw, str):
-                raw = [raw]
-            if not isinstance(raw, list) or not all(isinstance(g, str) and g for g in raw):
-                raise Unauthenticated("invalid token")
-            try:
-                groups = tuple(validate_principal(g if g.startswith("group:") else f"group:{g}") for g in raw)
-            except InvalidArgument:
-                raise Unauthenticated("invalid token") from None
-        roles = claims.get(self._auth.admin_claim, [])
-        if isinstance(roles, str):
-            roles = [roles]
-        is_admin = isinstance(roles, list) and self._auth.admin_role in roles
+        checked.check_times(claims, self._auth.max_token_lifetime_s)
+        user = checked.check_subject(claims.get("sub"))
+        groups = checked.groups(claims, self._auth)
+        is_admin = self._auth.admin_role in checked.roles(claims, self._auth.admin_claim)
         return Identity(user, groups, is_admin)
 
 
@@ -222,15 +225,27 @@ def mint_token(
     ttl_s: int | None = None,
     now: float | None = None,
 ) -> str:
-    """A token for ``user`` signed with the configured (or generated) HS256 secret."""
+    """A token for ``user`` signed with the configured (or generated) HS256 secret.
+
+    Its lifetime is ``ttl_s`` (default ``auth.default_ttl_s``, capped), at most
+    ``auth.max_token_lifetime_s``; the user id unauthenticated callers are
+    served as is never minted.
+    """
     user_principal(user)  # validates the id
+    if checked.is_reserved(user):
+        raise InvalidArgument(f"the user id {ANONYMOUS!r} is reserved for unauthenticated callers")
+    auth = settings.auth
+    ttl = auth.mint_ttl_s if ttl_s is None else ttl_s
+    if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0:
+        raise InvalidArgument("--ttl must be a positive number of seconds")
+    if ttl > auth.max_token_lifetime_s:
+        raise InvalidArgument(
+            f"--ttl {ttl} exceeds auth.max_token_lifetime_s ({auth.max_token_lifetime_s} s): "
+            "the server would refuse the token"
+        )
     secret = hs256_secret(settings)
     if secret is None:
         raise ConfigurationError("auth: tokens can only be minted with an HS256 secret (RS256 is verify-only)")
-    auth = settings.auth
-    ttl = auth.default_ttl_s if ttl_s is None else ttl_s
-    if ttl <= 0:
-        raise InvalidArgument("--ttl must be a positive number of seconds")
     issued = int(time.time() if now is None else now)
     claims: dict[str, Any] = {"sub": user, "iat": issued, "exp": issued + ttl}
     if auth.issuer is not None:
@@ -238,7 +253,7 @@ def mint_token(
     if auth.audience is not None:
         claims["aud"] = auth.audience
     if groups:
-        claims[auth.groups_claim or "groups"] = [g.removeprefix("group:") for g in groups]
+        claims[auth.token_groups_claim] = [g.removeprefix("group:") for g in groups]
     if admin:
         claims[auth.admin_claim] = [auth.admin_role]
     return jwt.encode(claims, secret, algorithm="HS256")
@@ -247,3 +262,34 @@ def mint_token(
 def secret_path(settings: Settings) -> Path:
     """Where the HS256 secret lives when it is kept in a file."""
     return settings.auth.hs256_secret_file or settings.data_dir / SECRET_FILE_NAME
+
+
+def check(settings: Settings) -> list[tuple[str, bool, str]]:
+    """What ``docqa doctor`` shows about token verification: (name, ok, detail), never a secret.
+
+    Creates nothing: the laptop's secret is generated by the first server or ``docqa token``.
+    """
+    auth = settings.auth
+    try:
+        secret = hs256_secret(settings, create=False)
+        anonymous, by_kid = _rs256_keys(auth)
+    except ConfigurationError as exc:
+        return [("auth", False, exc.message)]
+    keys: list[str] = []
+    if auth.keys_configured and secret is not None:
+        keys.append("HS256 (configured secret)")
+    elif secret is not None or not auth.keys_configured:
+        keys.append(f"HS256 (generated secret in {secret_path(settings)})")
+    if anonymous or by_kid:
+        keys.append(f"RS256 ({len(anonymous) + len(by_kid)} public key(s))")
+    if not keys:
+        return [("auth", False, "no HS256 secret and no RS256 public key")]
+    claims = f"iss {auth.issuer!r}, aud {auth.audience!r}" if auth.issuer and auth.audience else "no iss/aud required"
+    groups = "groups from the directory only" if auth.token_groups == "ignore" else "token groups trusted"
+    detail = (
+        f"{' and '.join(keys)}; {claims}; tokens live at most {auth.max_token_lifetime_s} s; "
+        f"{groups} (auth.token_groups: {auth.token_groups})"
+    )
+    if auth.allow_unauthenticated:
+        detail += f"; calls WITHOUT a token are served as {ANONYMOUS!r} (auth.allow_unauthenticated)"
+    return [("auth", True, detail)]

@@ -21,6 +21,8 @@ from tests.fakes_service import FakeEmbedder
 
 STORE = "acme"
 SECRET = "integration-test-secret-" + "0123456789abcdef" * 3
+#: A configured (shared) secret needs an issuer and an audience; tokens carry both.
+ISSUER, AUDIENCE = "https://idp.test", "docqa"
 QUESTION = "How many days of paid vacation leave?"
 
 DOCUMENTS = {
@@ -34,7 +36,7 @@ DOCUMENTS = {
 def settings_for(data_dir: Path, *, limits: dict[str, Any] | None = None, **auth: object) -> Settings:
     return Settings(
         data_dir=data_dir,
-        auth={"hs256_secret": SECRET, **auth},
+        auth={"hs256_secret": SECRET, "issuer": ISSUER, "audience": AUDIENCE, **auth},
         server={"grpc_port": 0, "http_port": 0, "max_message_bytes": 256 * 1024},
         limits=limits or {},
     )

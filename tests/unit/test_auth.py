@@ -17,10 +17,18 @@ from service.config import Settings
 from service.security.tokens import Authenticator, hs256_secret, mint_token, require_admin
 
 SECRET = "unit-test-secret-" + "x" * 64
+ISS, AUD = "https://idp.example", "docqa"
 
 
 def _settings(tmp_path: Path, **auth: object) -> Settings:
+    if any(k in auth for k in ("hs256_secret", "hs256_secret_file", "rs256_public_key_file", "jwks_file")):
+        auth = {"issuer": ISS, "audience": AUD, **auth}  # required with any key but the generated one
     return Settings(data_dir=tmp_path, auth=auth)
+
+
+def _claims(**extra: object) -> dict[str, object]:
+    now = int(time.time())
+    return {"sub": "a", "iat": now, "exp": now + 60, "iss": ISS, "aud": AUD, **extra}
 
 
 def test_laptop_default_generates_a_private_secret_once(tmp_path: Path) -> None:
@@ -42,12 +50,12 @@ def test_secret_never_in_repr(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: jwt.encode({"sub": "a", "exp": int(time.time()) + 60}, "y" * 64, algorithm="HS256"),
-        lambda: jwt.encode({"sub": "a", "exp": int(time.time()) + 60}, None, algorithm="none"),
-        lambda: jwt.encode({"sub": "a", "exp": int(time.time()) - 120}, SECRET, algorithm="HS256"),
-        lambda: jwt.encode({"sub": "a"}, SECRET, algorithm="HS256"),
-        lambda: jwt.encode({"exp": int(time.time()) + 60}, SECRET, algorithm="HS256"),
-        lambda: jwt.encode({"sub": "a b", "exp": int(time.time()) + 60}, SECRET, algorithm="HS256"),
+        lambda: jwt.encode(_claims(), "y" * 64, algorithm="HS256"),
+        lambda: jwt.encode(_claims(), None, algorithm="none"),
+        lambda: jwt.encode(_claims(exp=int(time.time()) - 120), SECRET, algorithm="HS256"),
+        lambda: jwt.encode({k: v for k, v in _claims().items() if k != "exp"}, SECRET, algorithm="HS256"),
+        lambda: jwt.encode({k: v for k, v in _claims().items() if k != "sub"}, SECRET, algorithm="HS256"),
+        lambda: jwt.encode(_claims(sub="a b"), SECRET, algorithm="HS256"),
         lambda: "a.b.c",
         lambda: "x" * 20_000,
     ],
@@ -70,14 +78,12 @@ def test_missing_token_unless_explicitly_allowed(tmp_path: Path, caplog: pytest.
 
 
 def test_issuer_audience_groups_and_roles(tmp_path: Path) -> None:
-    settings = _settings(
-        tmp_path, hs256_secret=SECRET, issuer="https://idp", audience="docqa", groups_claim="grp", admin_claim="rl"
-    )
+    settings = _settings(tmp_path, hs256_secret=SECRET, token_groups="trust", groups_claim="grp", admin_claim="rl")
     token = mint_token(settings, "alice", groups=["hr", "group:eng"], admin=True, ttl_s=60)
     identity = Authenticator(settings).verify(token)
     assert identity.groups == ("group:hr", "group:eng") and identity.is_admin
     assert identity.caller().asserted_groups == ("group:hr", "group:eng")
-    other = jwt.encode({"sub": "a", "exp": int(time.time()) + 60, "iss": "https://idp", "aud": "else"}, SECRET)
+    other = jwt.encode(_claims(aud="else"), SECRET)
     with pytest.raises(Unauthenticated, match="not issued for this service"):
         Authenticator(settings).verify(other)
     with pytest.raises(PermissionDenied):
@@ -90,7 +96,7 @@ def test_rs256_keys_from_pem_and_jwks(tmp_path: Path) -> None:
     (tmp_path / "pub.pem").write_bytes(pem)
     jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
     (tmp_path / "jwks.json").write_text(json.dumps({"keys": [{**jwk, "kid": "k1", "use": "sig", "alg": "RS256"}]}))
-    claims = {"sub": "alice", "exp": int(time.time()) + 60}
+    claims = _claims(sub="alice")
     for config in ({"rs256_public_key_file": tmp_path / "pub.pem"}, {"jwks_file": tmp_path / "jwks.json"}):
         authenticator = Authenticator(_settings(tmp_path, **config))
         token = jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"})

@@ -84,3 +84,17 @@ def test_database_url_without_password_may_be_in_the_file(tmp_path: Path) -> Non
     config = tmp_path / "c.yaml"
     config.write_text("database:\n  url: postgresql+psycopg://docqa@db/docqa\n")
     assert load_settings(config).database.url == "postgresql+psycopg://docqa@db/docqa"
+
+
+def test_production_refuses_to_start_without_issuer_and_audience(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _production_env(monkeypatch, tmp_path)
+    text = EXAMPLE.read_text()
+    config = tmp_path / "no-aud.yaml"
+    config.write_text(
+        "\n".join(line for line in text.splitlines() if not line.strip().startswith(("issuer:", "audience:")))
+    )
+    with pytest.raises(ConfigurationError, match=r"auth\.issuer and auth\.audience are required with RS256 keys"):
+        load_settings(config)
+    assert load_settings(EXAMPLE).auth.token_groups == "ignore"

@@ -41,9 +41,12 @@ def test_user_ids_with_a_newline_are_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgument):
         user_principal("alice\n")
     secret = "strict-ids-secret-" + "z" * 40
-    token = jwt.encode({"sub": "alice\n", "exp": int(time.time()) + 60}, secret, algorithm="HS256")
+    now = int(time.time())
+    claims = {"sub": "alice\n", "iat": now, "exp": now + 60, "iss": "https://idp", "aud": "docqa"}
+    token = jwt.encode(claims, secret, algorithm="HS256")
+    auth = {"hs256_secret": secret, "issuer": "https://idp", "audience": "docqa"}
     with pytest.raises(Unauthenticated):
-        Authenticator(Settings(data_dir=tmp_path, auth={"hs256_secret": secret})).identify(f"Bearer {token}")
+        Authenticator(Settings(data_dir=tmp_path, auth=auth)).identify(f"Bearer {token}")
 
 
 @pytest.mark.parametrize("store_id", BAD_STORE_IDS)

@@ -163,8 +163,11 @@ def cmd_token(args: argparse.Namespace, app: Any) -> int:
     """Print a bearer token signed with the configured (or generated) HS256 secret."""
     from service.security.tokens import mint_token
 
-    if args.group and app.settings.auth.groups_claim is None:
-        print("warning: auth.groups_claim is not configured, so the server ignores --group", file=sys.stderr)
+    if args.group and app.settings.auth.token_groups != "trust":
+        print(
+            "warning: auth.token_groups is ignore, so the server ignores --group (groups come from the directory)",
+            file=sys.stderr,
+        )
     print(mint_token(app.settings, args.user, groups=args.group or [], admin=args.admin, ttl_s=args.ttl))
     return 0
 

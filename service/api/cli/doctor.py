@@ -38,6 +38,10 @@ def cmd_doctor(args: argparse.Namespace, app: Any) -> int:
     except Exception as exc:  # any driver error: the database is what is wrong
         line("settings database", False, f"{database}: cannot open ({type(exc).__name__})")
 
+    from service.security.tokens import check as check_auth
+
+    for name, ok, detail in check_auth(settings):
+        line(name, ok, detail)
     _doctor_index(app, stores, line)
     from service.generation.watsonx import check as check_generator
 

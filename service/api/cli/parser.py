@@ -258,9 +258,16 @@ def build_parser() -> argparse.ArgumentParser:
         "  docqa token --user alice\n  docqa token --user root --admin --ttl 600",
     )
     p.add_argument("--user", required=True, help="user id (the token's subject)")
-    p.add_argument("--group", action="append", metavar="G", help="group id (needs auth.groups_claim); repeatable")
+    p.add_argument(
+        "--group", action="append", metavar="G", help="group id (used only with auth.token_groups: trust); repeatable"
+    )
     p.add_argument("--admin", action="store_true", help="give the admin role")
-    p.add_argument("--ttl", type=int, metavar="S", help="lifetime in seconds (default: auth.default_ttl_s)")
+    p.add_argument(
+        "--ttl",
+        type=int,
+        metavar="S",
+        help="lifetime in seconds (default: auth.default_ttl_s; at most auth.max_token_lifetime_s)",
+    )
     p.set_defaults(handler=cmd_token)
 
     p = _command(

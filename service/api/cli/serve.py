@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from typing import Any
+
+log = logging.getLogger("docqa.serve")
 
 
 def cmd_serve(args: argparse.Namespace, app: Any) -> int:
@@ -31,6 +34,8 @@ def cmd_serve(args: argparse.Namespace, app: Any) -> int:
         raise
     host = args.host or config.host
     print(f"gRPC on {host}:{grpc_server.port}; GraphQL on http://{host}:{http.port}/graphql", flush=True)
+    # In the background: a language model that is slow to answer must not hold the ports back.
+    threading.Thread(target=report_generator, args=(app,), name="docqa-generator-check", daemon=True).start()
     stop = threading.Event()
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, lambda *_: stop.set())
@@ -43,3 +48,17 @@ def cmd_serve(args: argparse.Namespace, app: Any) -> int:
         http.stop()
         grpc_server.stop(5.0)
     return 0
+
+
+def report_generator(app: Any) -> list[str]:
+    """Check the language model once at start-up and log why it fails (as ``docqa doctor`` and /readyz see it)."""
+    try:
+        problems: list[str] = app.generator_problems()
+    except Exception:  # the servers keep running; /readyz keeps asking
+        log.exception("the language model could not be checked at start-up")
+        return []
+    for problem in problems:
+        log.error("language model check failed at start-up: %s (/readyz answers 503 until it passes)", problem)
+    if not problems and app.settings.generator.backend != "extractive":
+        log.info("language model checks passed")
+    return problems

@@ -21,7 +21,7 @@ from acl.errors import DocQAError
 from graphql import GraphQLError
 from service.access.store_summaries import StoreSummaries, StoreSummary, Viewer
 from service.api.audit import AuditedQueries
-from service.api.errors import mapping_for, public_message
+from service.api.errors import for_remote_caller, mapping_for, public_message
 from service.api.graphql.access import DocumentAcl, change_member, document_acl, reset_document_acl, set_document_acl
 from service.bootstrap import App
 from service.domain.queries import Answer, DocumentQuery, MultiDocumentQuery, SourceChunk, VectorQuery
@@ -373,6 +373,7 @@ def _public(error: GraphQLError) -> GraphQLError:
     else:
         if isinstance(original, GraphQLError) and original.original_error is not None:
             original = original.original_error
+        original = for_remote_caller(original)
         code = mapping_for(original).graphql_code
         message = public_message(original)
         if not isinstance(original, DocQAError) and not isinstance(original, GraphQLError):

@@ -11,7 +11,7 @@ from acl.errors import DocQAError, InvalidArgument
 from acl.model import Acl
 from service.access.state import AclView
 from service.access.store_summaries import StoreSummaries, StoreSummary, Viewer
-from service.api.errors import mapping_for, public_message
+from service.api.errors import for_remote_caller, mapping_for, public_message
 from service.api.grpc.context import Services, rpc
 from service.persistence.ports import ADMIN_SOURCE
 from service.security.tokens import require_admin
@@ -218,7 +218,8 @@ class IndexingServicer:
         for request in request_iterator:
             try:
                 done = self._upsert(request)
-            except DocQAError as exc:
+            except DocQAError as caught:
+                exc = for_remote_caller(caught)
                 mapping = mapping_for(exc)
                 results.append(
                     result(

@@ -15,7 +15,7 @@ import grpc
 
 from acl.errors import DeadlineExceeded, DocQAError, ResourceExhausted, Unauthenticated
 from service.api.audit import AuditedQueries
-from service.api.errors import mapping_for, public_message
+from service.api.errors import for_remote_caller, mapping_for, public_message
 from service.api.grpc.streaming import StreamPool
 from service.api.grpc.stubs import Stubs
 from service.bootstrap import App
@@ -92,6 +92,7 @@ def check_deadline(context: grpc.ServicerContext) -> None:
 
 
 def _status(error: BaseException) -> tuple[grpc.StatusCode, str]:
+    error = for_remote_caller(error)
     mapping = mapping_for(error)
     if mapping.grpc_status == "INTERNAL":
         log.error("internal error", exc_info=error)

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from service.access.admin import Admin
     from service.access.state import AccessState
     from service.generation.port import Generator
-    from service.observability.metrics import Metrics
     from service.persistence.ports import SettingsRepository
     from service.query.engine import QueryEngine
 
@@ -230,14 +229,6 @@ class App:
             close = getattr(adapter, "close", None)
             if close is not None:
                 close()
-
-    # servers (gRPC, GraphQL) ------------------------------------------------------------
-    def served_engine(self, metrics: Metrics) -> QueryEngine:
-        """A query engine for the servers: the same adapters, with the access check metered."""
-        from service.observability.metrics import metered
-
-        index, checker = metered(self.index, self.repository, metrics)
-        return self._make_engine(index, checker)
 
 
 def build_app(

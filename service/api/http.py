@@ -1,8 +1,13 @@
-"""The HTTP side: GraphQL (and GraphiQL) at /graphql, liveness, readiness and /metrics, served by uvicorn."""
+"""The HTTP side: GraphQL (and GraphiQL) at /graphql, liveness, readiness and /metrics, served by uvicorn.
+
+With ``server.metrics_port`` set, /metrics moves to an operations listener of its own (with the health
+endpoints, for probes and Prometheus); with ``server.metrics_token`` set, /metrics wants that bearer token.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import threading
 from collections.abc import Callable
@@ -18,6 +23,7 @@ from strawberry.asgi import GraphQL
 
 from service.api.graphql.rate_limit import RateLimitedGraphQL, verified_identity
 from service.api.graphql.schema import GraphQLServices, RequestContext, build_schema
+from service.api.tls import describe, uvicorn_tls_options
 from service.security.rate_limit import RateLimiter
 
 log = logging.getLogger("docqa.http")
@@ -72,15 +78,8 @@ class _NotReady(Exception):
     """A readiness check failed for a reason worth logging (no secrets in it)."""
 
 
-def build_http_app(services: GraphQLServices) -> ASGIApp:
-    """The ASGI application of the HTTP port."""
-    config = services.app.settings.server
-    schema = build_schema(config.graphql_max_depth, config.graphql_max_tokens, config.graphql_max_aliases)
-    graphql: ASGIApp = _DocQAGraphQL(services, schema=schema, graphql_ide="graphiql", allow_queries_via_get=False)
-    rates = services.app.settings.limits.rate
-    limiter = RateLimiter.from_config(rates.graphql, rates.max_callers)
-    if limiter is not None:
-        graphql = RateLimitedGraphQL(graphql, services.authenticator, limiter, services.metrics)
+def _health_routes(services: GraphQLServices) -> list[Route]:
+    """/healthz and /livez (the process answers) and /readyz (it can serve queries)."""
 
     async def live(_: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -113,19 +112,43 @@ def build_http_app(services: GraphQLServices) -> ASGIApp:
                 return JSONResponse({"status": "unavailable", "failing": name}, status_code=503)
         return JSONResponse({"status": "ready"})
 
-    async def metrics(_: Request) -> Response:
+    return [Route("/healthz", live), Route("/livez", live), Route("/readyz", ready)]
+
+
+def _metrics_route(services: GraphQLServices) -> Route:
+    """/metrics in Prometheus' text format; only for ``Authorization: Bearer <server.metrics_token>`` when set."""
+    token = services.app.settings.server.metrics_token
+    expected = f"Bearer {token.get_secret_value()}".encode() if token is not None else None
+
+    async def metrics(request: Request) -> Response:
+        if expected is not None:
+            given = request.headers.get("authorization", "").encode("utf-8", "surrogateescape")
+            if not hmac.compare_digest(given, expected):
+                return PlainTextResponse(
+                    "/metrics needs the metrics bearer token", status_code=401, headers={"www-authenticate": "Bearer"}
+                )
         return Response(services.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
-    app = Starlette(
-        routes=[
-            Route("/healthz", live),
-            Route("/livez", live),
-            Route("/readyz", ready),
-            Route("/metrics", metrics),
-            Route("/graphql", graphql, methods=["GET", "POST"]),
-        ]
-    )
+    return Route("/metrics", metrics)
+
+
+def build_http_app(services: GraphQLServices) -> ASGIApp:
+    """The ASGI application of the HTTP port (/metrics only when no metrics port is configured)."""
+    config = services.app.settings.server
+    schema = build_schema(config.graphql_max_depth, config.graphql_max_tokens, config.graphql_max_aliases)
+    graphql: ASGIApp = _DocQAGraphQL(services, schema=schema, graphql_ide="graphiql", allow_queries_via_get=False)
+    rates = services.app.settings.limits.rate
+    limiter = RateLimiter.from_config(rates.graphql, rates.max_callers)
+    if limiter is not None:
+        graphql = RateLimitedGraphQL(graphql, services.authenticator, limiter, services.metrics)
+    metrics = [_metrics_route(services)] if config.metrics_port is None else []
+    app = Starlette(routes=[*_health_routes(services), *metrics, Route("/graphql", graphql, methods=["GET", "POST"])])
     return _BodyLimit(app, config.max_message_bytes)
+
+
+def build_metrics_app(services: GraphQLServices) -> ASGIApp:
+    """The ASGI application of the operations port: /metrics and the health endpoints, nothing of callers'."""
+    return Starlette(routes=[*_health_routes(services), _metrics_route(services)])
 
 
 @dataclass
@@ -142,25 +165,37 @@ class HttpServer:
 
 
 def start_http(services: GraphQLServices, host: str | None = None, port: int | None = None) -> HttpServer:
-    """Start uvicorn on ``host:port`` (defaults from configuration) and wait until it listens."""
+    """Start uvicorn on ``host:port`` (defaults from configuration), over TLS when ``server.tls`` names a
+    certificate, and wait until it listens."""
+    config = services.app.settings.server
+    port = config.http_port if port is None else port
+    server = _serve(build_http_app(services), host or config.host, port, "docqa-http", uvicorn_tls_options(config.tls))
+    metrics = "" if config.metrics_port is not None else ", /metrics"
+    log.info("HTTP (GraphQL%s, health) listening on port %d (%s)", metrics, server.port, describe(config.tls, "http"))
+    return server
+
+
+def start_metrics(services: GraphQLServices, host: str | None = None, port: int | None = None) -> HttpServer:
+    """Start the operations listener (plain HTTP: /metrics and health) on ``server.metrics_port`` unless told
+    another port."""
+    config = services.app.settings.server
+    if port is None:
+        if config.metrics_port is None:
+            raise ValueError("server.metrics_port is not set")
+        port = config.metrics_port
+    server = _serve(build_metrics_app(services), host or config.host, port, "docqa-metrics", {})
+    log.info("metrics and health listening on port %d (plaintext)", server.port)
+    return server
+
+
+def _serve(app: ASGIApp, host: str, port: int, name: str, tls: dict[str, Any]) -> HttpServer:
     import uvicorn
 
-    config = services.app.settings.server
-    server = uvicorn.Server(
-        uvicorn.Config(
-            build_http_app(services),
-            host=host or config.host,
-            port=config.http_port if port is None else port,
-            log_level="warning",
-            lifespan="off",
-        )
-    )
-    thread = threading.Thread(target=server.run, name="docqa-http", daemon=True)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off", **tls))
+    thread = threading.Thread(target=server.run, name=name, daemon=True)
     thread.start()
     while not server.started:
         if not thread.is_alive():
-            raise OSError(f"the HTTP server could not start on {host or config.host}:{port}")
+            raise OSError(f"the HTTP server could not start on {host}:{port}")
         thread.join(0.02)
-    bound = server.servers[0].sockets[0].getsockname()[1]
-    log.info("HTTP (GraphQL, /metrics, health) listening on port %d", bound)
-    return HttpServer(server, thread, bound)
+    return HttpServer(server, thread, server.servers[0].sockets[0].getsockname()[1])

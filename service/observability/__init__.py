@@ -1,1 +1,1 @@
-"""Prometheus metrics of the servers and the metered wrappers of the index and the access check."""
+"""Prometheus metrics of the servers (request outcomes and latencies; nothing about what access hid)."""

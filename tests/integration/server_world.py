@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,21 +33,32 @@ DOCUMENTS = {
 }
 
 
-def settings_for(data_dir: Path, *, limits: dict[str, Any] | None = None, **auth: object) -> Settings:
+def settings_for(
+    data_dir: Path, *, limits: dict[str, Any] | None = None, server: Mapping[str, object] | None = None, **auth: object
+) -> Settings:
     return Settings(
         data_dir=data_dir,
         auth={"hs256_secret": SECRET, "issuer": ISSUER, "audience": AUDIENCE, **auth},
-        server={"grpc_port": 0, "http_port": 0, "max_message_bytes": 256 * 1024},
+        server={"grpc_port": 0, "http_port": 0, "max_message_bytes": 256 * 1024, **(server or {})},
         limits=limits or {},
     )
 
 
 def build_world(
-    data_dir: Path, *, generator: Generator | None = None, limits: dict[str, Any] | None = None, **auth: object
+    data_dir: Path,
+    *,
+    generator: Generator | None = None,
+    limits: dict[str, Any] | None = None,
+    server: Mapping[str, object] | None = None,
+    **auth: object,
 ) -> App:
-    """An application with the ``acme`` store: alice is in group hr, bob owns his notes."""
-    settings = settings_for(data_dir, limits=limits, **auth)
-    app = build_app(settings, generator=generator, embedder_factory=lambda _: FakeEmbedder())
+    """An application with the ``acme`` store: alice is in group hr, bob owns his notes (``server``: more
+    ``server.*`` settings, e.g. TLS)."""
+    app = build_app(
+        settings_for(data_dir, limits=limits, server=server, **auth),
+        generator=generator,
+        embedder_factory=lambda _: FakeEmbedder(),
+    )
     ingestor = app.ingestor(STORE)
     for document_id, (text, allow) in DOCUMENTS.items():
         ingestor.upsert_bytes(

@@ -201,8 +201,8 @@ def test_graphiql_health_and_metrics(server: Any) -> None:
     assert 'docqa_requests_total{code="OK",interface="graphql",method="vectorQuery"}' in metrics
     assert 'docqa_query_latency_seconds_count{query_class="vector"}' in metrics
     assert "docqa_llm_latency_seconds_count" in metrics
-    dropped = [line for line in metrics.splitlines() if line.startswith("docqa_access_dropped_chunks_total")]
-    assert dropped and float(dropped[0].split()[-1]) >= 1
+    # The access check dropped the handbook's chunks; no metric counts what a caller could not read.
+    assert "docqa_access_dropped" not in metrics and "dropped" not in metrics.lower()
 
 
 def test_readyz_fails_while_the_index_cannot_serve(server: Any, monkeypatch: pytest.MonkeyPatch) -> None:

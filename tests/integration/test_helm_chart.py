@@ -10,59 +10,36 @@ import pytest
 import yaml
 
 from service.config import load_settings
-
-helm = pytest.importorskip("helm_python", reason="helm-python-sdk (test extra) renders the chart")
-kubernetes_validate = pytest.importorskip("kubernetes_validate", reason="kubernetes-validate (test extra)")
-
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "helm" / "docqa"
-#: The oldest Kubernetes the chart supports (gRPC probes are GA from 1.27).
-KUBERNETES = "1.30.0"
-
-
-def _production_values() -> dict[str, Any]:
-    values: dict[str, Any] = yaml.safe_load((CHART / "values-production.example.yaml").read_text())
-    return values
-
-
-def render(values: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Template path -> the Kubernetes objects it renders (NOTES.txt as one text object)."""
-    chart = helm.Chart.load(CHART)
-    rendered = chart.render(values, name="docqa", namespace="docqa", is_install=True)
-    out: dict[str, list[dict[str, Any]]] = {}
-    for path, text in rendered.items():
-        if path.endswith("NOTES.txt"):
-            out[path] = [{"notes": text}]
-            continue
-        out[path] = [doc for doc in yaml.safe_load_all(text) if doc]
-    return out
-
-
-def objects(rendered: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    return {f"{o['kind']}/{o['metadata']['name']}": o for docs in rendered.values() for o in docs if "kind" in o}
-
-
-def notes(rendered: dict[str, list[dict[str, Any]]]) -> str:
-    return next(str(docs[0]["notes"]) for path, docs in rendered.items() if path.endswith("NOTES.txt"))
+from tests.integration.helm_render import (
+    CHART,
+    KUBERNETES,
+    MINIMAL,
+    ROOT,
+    assert_valid,
+    helm,
+    kubernetes_validate,
+    merged,
+    notes,
+    objects,
+    production_values,
+    render,
+)
+from tests.pki import Authority
 
 
 @pytest.fixture(params=["default", "production"])
 def values(request: pytest.FixtureRequest) -> dict[str, Any]:
-    return {} if request.param == "default" else _production_values()
+    return MINIMAL if request.param == "default" else production_values()
 
 
 def test_every_rendered_manifest_is_valid_kubernetes(values: dict[str, Any]) -> None:
     rendered = objects(render(values))
     assert {"Deployment/docqa", "Service/docqa", "ConfigMap/docqa"} <= set(rendered)
-    for name, manifest in rendered.items():
-        try:
-            kubernetes_validate.validate(manifest, KUBERNETES, strict=True)
-        except kubernetes_validate.ValidationError as exc:
-            pytest.fail(f"{name}: {exc.message} at {list(exc.path)}")
+    assert_valid(rendered)
 
 
 def test_production_release_has_every_part() -> None:
-    rendered = objects(render(_production_values()))
+    rendered = objects(render(production_values()))
     assert {
         "Deployment/docqa",
         "Service/docqa",
@@ -82,23 +59,24 @@ def test_production_release_has_every_part() -> None:
 
     pod = rendered["Deployment/docqa"]["spec"]["template"]["spec"]
     container = pod["containers"][0]
-    assert container["livenessProbe"]["grpc"] == {"port": 50051}
-    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    # The probes use the plain-HTTP metrics port, so they keep working when the service ports speak TLS.
+    assert container["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "metrics"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
     env = {e["name"]: e for e in container["env"]}
     assert env["DOCQA_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {"name": "docqa-database", "key": "database-url"}
     assert env["DOCQA_GENERATOR__WATSONX__API_KEY"]["valueFrom"]["secretKeyRef"]["name"] == "docqa-watsonx"
     assert env["DOCQA_INDEX__OPENSEARCH__PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "docqa-opensearch"
     assert env["DOCQA_INDEX__OPENSEARCH__URL"]["value"] == "https://opensearch.search.svc:9200"
-    assert {"name": "jwt", "secret": {"secretName": "docqa-jwt"}} in pod["volumes"]
+    assert {"name": "jwt", "secret": {"secretName": "docqa-jwt", "defaultMode": 0o440}} in pod["volumes"]
     assert "replicas" not in rendered["Deployment/docqa"]["spec"]  # the HPA owns the replica count
 
     service_ports = {p["name"]: p["port"] for p in rendered["Service/docqa"]["spec"]["ports"]}
-    assert service_ports == {"grpc": 50051, "http": 8080}
+    assert service_ports == {"grpc": 50051, "http": 8080, "metrics": 9090}
 
 
 def test_rendered_configuration_is_accepted_by_docqa(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The ConfigMap's file passes DocQA's own validation once the Secrets' values are in the environment."""
-    config_map = objects(render(_production_values()))["ConfigMap/docqa"]
+    config_map = objects(render(production_values()))["ConfigMap/docqa"]
     config = tmp_path / "docqa.yaml"
     config.write_text(config_map["data"]["docqa.yaml"])
     key = tmp_path / "public.pem"
@@ -109,8 +87,15 @@ def test_rendered_configuration_is_accepted_by_docqa(tmp_path: Path, monkeypatch
     monkeypatch.setenv("DOCQA_GENERATOR__WATSONX__API_KEY", "k")
     monkeypatch.setenv("DOCQA_INDEX__OPENSEARCH__URL", "https://opensearch.search.svc:9200")
     monkeypatch.setenv("DOCQA_AUTH__RS256_PUBLIC_KEY_FILE", str(key))
+    ca = Authority.create(tmp_path, "ca")  # the mounted TLS Secrets (test_helm_security checks the mounts)
+    served = ca.server()
+    monkeypatch.setenv("DOCQA_SERVER__TLS__CERT_FILE", str(served.cert))
+    monkeypatch.setenv("DOCQA_SERVER__TLS__KEY_FILE", str(served.key))
+    monkeypatch.setenv("DOCQA_SERVER__TLS__CLIENT_CA_FILE", str(ca.cert))
+    monkeypatch.setenv("DOCQA_SERVER__METRICS_TOKEN", "m" * 32)
     settings = load_settings(config)
-    assert (settings.server.host, settings.server.grpc_port, settings.server.http_port) == ("0.0.0.0", 50051, 8080)
+    server = settings.server
+    assert (server.host, server.grpc_port, server.http_port, server.metrics_port) == ("0.0.0.0", 50051, 8080, 9090)
     assert settings.index.backend == "opensearch" and settings.generator.backend == "watsonx"
     assert settings.limits.rate.grpc.enabled and settings.limits.rate.graphql.enabled
 
@@ -126,7 +111,7 @@ def test_opensearch_from_the_official_chart_or_an_external_url() -> None:
     assert dependency["condition"] == "opensearch.enabled"
     assert dependency["repository"] == "https://opensearch-project.github.io/helm-charts/"
 
-    external = objects(render({"opensearch": {"externalUrl": "https://os.example:9200"}}))
+    external = objects(render(merged(MINIMAL, {"opensearch": {"externalUrl": "https://os.example:9200"}})))
     env = {
         e["name"]: e.get("value")
         for e in external["Deployment/docqa"]["spec"]["template"]["spec"]["containers"][0]["env"]
@@ -135,7 +120,7 @@ def test_opensearch_from_the_official_chart_or_an_external_url() -> None:
 
 
 def test_indexer_as_a_one_off_job() -> None:
-    rendered = objects(render({"indexer": {"enabled": True, "schedule": "", "store": "docs"}}))
+    rendered = objects(render(merged(MINIMAL, {"indexer": {"enabled": True, "schedule": "", "store": "docs"}})))
     job = rendered["Job/docqa-indexer-1"]
     assert job["spec"]["template"]["spec"]["containers"][0]["args"] == [
         "index",
@@ -171,6 +156,6 @@ def test_the_dockerfile_builds_what_the_chart_runs() -> None:
     for needed in ("proto", "acl", "indexer", "service"):  # stubs are generated from proto/ beside service/
         assert f"COPY {needed} ./{needed}" in dockerfile
     assert 'ENTRYPOINT ["docqa"]' in dockerfile
-    deployment = objects(render({}))["Deployment/docqa"]["spec"]["template"]["spec"]
+    deployment = objects(render(MINIMAL))["Deployment/docqa"]["spec"]["template"]["spec"]
     assert deployment["containers"][0]["args"] == ["serve"]
     assert deployment["securityContext"]["runAsUser"] == 10001 and "USER 10001:10001" in dockerfile

@@ -17,23 +17,30 @@ def cmd_serve(args: argparse.Namespace, app: Any) -> int:
 
     from service.api.graphql.schema import GraphQLServices
     from service.api.grpc.server import services_for, start_grpc
-    from service.api.http import start_http
+    from service.api.http import HttpServer, start_http, start_metrics
     from service.observability.metrics import Metrics
 
     services = services_for(app, Metrics())
     config = app.settings.server
+    graphql_services = GraphQLServices(app, services.authenticator, services.queries, services.metrics)
     grpc_server = start_grpc(services, args.host, args.grpc_port)
+    https: list[HttpServer] = []
     try:
-        http = start_http(
-            GraphQLServices(app, services.authenticator, services.queries, services.metrics),
-            args.host,
-            args.http_port,
-        )
+        https.append(start_http(graphql_services, args.host, args.http_port))
+        if config.metrics_port is not None:
+            https.append(start_metrics(graphql_services, args.host))
     except BaseException:
+        for server in https:
+            server.stop()
         grpc_server.stop(0)
         raise
     host = args.host or config.host
-    print(f"gRPC on {host}:{grpc_server.port}; GraphQL on http://{host}:{http.port}/graphql", flush=True)
+    scheme = "https" if config.tls.enabled else "http"
+    where = f"gRPC on {host}:{grpc_server.port}{' (TLS)' if config.tls.enabled else ''}; "
+    where += f"GraphQL on {scheme}://{host}:{https[0].port}/graphql"
+    if len(https) > 1:
+        where += f"; metrics on http://{host}:{https[1].port}/metrics"
+    print(where, flush=True)
     # In the background: a language model that is slow to answer must not hold the ports back.
     threading.Thread(target=report_generator, args=(app,), name="docqa-generator-check", daemon=True).start()
     stop = threading.Event()
@@ -41,11 +48,12 @@ def cmd_serve(args: argparse.Namespace, app: Any) -> int:
         signal.signal(number, lambda *_: stop.set())
     try:
         while not stop.wait(0.5):
-            if not http.thread.is_alive():
+            if not all(server.thread.is_alive() for server in https):
                 print("error: the HTTP server stopped", file=sys.stderr)
                 return 1
     finally:
-        http.stop()
+        for server in https:
+            server.stop()
         grpc_server.stop(5.0)
     return 0
 

@@ -16,9 +16,9 @@ from service.api.grpc.context import Services
 from service.api.grpc.query import QueryServicer
 from service.api.grpc.streaming import StreamPool
 from service.api.grpc.stubs import load
+from service.api.tls import describe, grpc_server_credentials
 from service.bootstrap import App
 from service.observability.metrics import Metrics
-from service.query.engine import QueryEngine
 from service.security.rate_limit import RateLimiter
 from service.security.tokens import Authenticator
 
@@ -27,19 +27,12 @@ log = logging.getLogger("docqa.grpc")
 
 def services_for(app: App, metrics: Metrics, authenticator: Authenticator | None = None) -> Services:
     """What the servicers need, built from the application (the engine is built on first query)."""
-    engine: list[QueryEngine] = []
-
-    def served_engine() -> QueryEngine:
-        if not engine:
-            engine.append(app.served_engine(metrics))
-        return engine[0]
-
     limits = app.settings.limits
     return Services(
         app=app,
         stubs=load(),
         authenticator=authenticator or Authenticator(app.settings),
-        queries=AuditedQueries(served_engine, lambda: app.repository, metrics),
+        queries=AuditedQueries(lambda: app.engine, lambda: app.repository, metrics),
         metrics=metrics,
         streams=StreamPool(limits.max_streams),
         limiter=RateLimiter.from_config(limits.rate.grpc, limits.rate.max_callers),
@@ -62,7 +55,8 @@ class GrpcServer:
 
 
 def start_grpc(services: Services, host: str | None = None, port: int | None = None) -> GrpcServer:
-    """Start serving DocQA over gRPC on ``host:port`` (defaults from configuration)."""
+    """Start serving DocQA over gRPC on ``host:port`` (defaults from configuration), over TLS when
+    ``server.tls`` names a certificate."""
     config = services.app.settings.server
     limit = config.max_message_bytes
     server = grpc.server(
@@ -83,9 +77,10 @@ def start_grpc(services: Services, host: str | None = None, port: int | None = N
     names = stubs.service_names()
     reflection.enable_server_reflection((*names, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     address = f"{host or config.host}:{config.grpc_port if port is None else port}"
-    bound = server.add_insecure_port(address)
+    credentials = grpc_server_credentials(config.tls)
+    bound = server.add_insecure_port(address) if credentials is None else server.add_secure_port(address, credentials)
     server.start()
     for name in ("", *names):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    log.info("gRPC listening on %s (port %d)", address, bound)
+    log.info("gRPC listening on %s (port %d, %s)", address, bound, describe(config.tls, "grpc"))
     return GrpcServer(server, health_servicer, bound, services.streams)

@@ -18,6 +18,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from strawberry.asgi import GraphQL
 
+from service.api.errors import bounded_message
 from service.api.graphql.schema import GraphQLServices, RequestContext, build_schema
 
 log = logging.getLogger("docqa.http")
@@ -75,7 +76,8 @@ def _media_type(request: Request) -> str:
 
 def _error(message: str, status: int) -> Response:
     """A request the transport refused, in GraphQL's error shape."""
-    return JSONResponse({"errors": [{"message": message, "extensions": {"code": "BAD_REQUEST"}}]}, status)
+    body = {"errors": [{"message": bounded_message(message), "extensions": {"code": "BAD_REQUEST"}}]}
+    return JSONResponse(body, status)
 
 
 class _BodyLimit:

@@ -49,7 +49,7 @@ def build_world(data_dir: Path, *, generator: Generator | None = None, **auth: o
             "text/plain",
             acl=Acl.of(allow),
             title=document_id.title(),
-            source_uri=f"cms://{document_id}",
+            source_uri=f"https://cms.example/{document_id}",
         )
     app.admin_without_index().add_member("group:hr", "user:alice", "test")
     return app

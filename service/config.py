@@ -27,8 +27,9 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from acl.errors import ConfigurationError
+from acl.errors import ConfigurationError, InvalidArgument
 from service.domain.limits import MAX_STORE_CHUNKS
+from service.domain.store_settings import validate_model_id
 
 _YAML_FILE: ContextVar[str | None] = ContextVar("docqa_yaml_file", default=None)
 
@@ -161,6 +162,14 @@ class WatsonxConfig(_Section):
         if not math.isfinite(value):
             raise ValueError("must be a finite number")
         return value
+
+    @field_validator("model_id")
+    @classmethod
+    def _clean_model_id(cls, value: str | None) -> str | None:
+        try:
+            return validate_model_id(value, "model_id") if value else value
+        except InvalidArgument as exc:
+            raise ValueError(exc.message) from None
 
 
 class GeneratorConfig(_Section):

@@ -27,6 +27,7 @@ from indexer.index.port import DocumentsRejected
 from indexer.ingest.manifest import MANIFEST_NAME, load_manifest
 from indexer.ingest.safe_scan import ScanResult, read_inside, scan_folder
 from indexer.loaders import SUPPORTED_SUFFIXES, content_type_for, load_bytes
+from indexer.source_uris import validate_source_uri
 
 log = logging.getLogger("docqa.indexer")
 
@@ -289,7 +290,11 @@ class Ingestor:
         source_uri: str = "",
         origin: str = "api",
     ) -> IndexReport:
-        """Index one document given as bytes; unchanged content only updates the ACL."""
+        """Index one document given as bytes; unchanged content only updates the ACL.
+
+        ``source_uri`` must be an http(s) URL or empty (``indexer.source_uris``): InvalidArgument, nothing written.
+        """
+        source_uri = validate_source_uri(source_uri)
         report = IndexReport()
         digest = content_hash(data)
         existing = self._catalog.get_document(self._store_id, document_id)

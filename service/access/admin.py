@@ -12,6 +12,7 @@ from service.access.state import AccessState, AclView, MembershipView
 from service.config import StoreDefaults
 from service.domain.limits import MAX_STORE_CHUNKS
 from service.domain.store import Store, validate_store_id
+from service.domain.store_settings import validate_model_id, validate_prompt_template, validate_store_name
 from service.domain.threshold import Threshold, parse_level
 from service.persistence.ports import SettingsRepository
 
@@ -84,12 +85,12 @@ class Admin:
                 if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STORE_CHUNKS:
                     raise InvalidArgument(f"max_chunks must be an integer between 1 and {MAX_STORE_CHUNKS}")
                 clean[key] = value
-            elif key in ("prompt_template", "llm_model_id", "name"):
-                if not isinstance(value, str) or not value.strip():
-                    raise InvalidArgument(f"{key} must be a non-empty string")
-                if key == "prompt_template" and not ("{context}" in value and "{question}" in value):
-                    raise InvalidArgument("prompt_template must contain {context} and {question}")
-                clean[key] = value
+            elif key == "prompt_template":
+                clean[key] = validate_prompt_template(value)
+            elif key == "llm_model_id":
+                clean[key] = validate_model_id(value)
+            elif key == "name":
+                clean[key] = validate_store_name(value)
             else:
                 raise InvalidArgument(f"unknown store setting {key!r}")
         Threshold(

@@ -3,7 +3,10 @@
 Both entry points (gRPC and GraphQL) ask through ``AuditedQueries`` so that a
 query is recorded once, the same way, whatever the interface: query id, user,
 store, class, documents in scope, chunks returned, threshold, timings, outcome.
-The question and any text are never stored.
+The question and any text are never stored, and a row is bounded whatever the
+request held: the ids a request named are kept as their count and the first
+few, each cut to a bounded length, so a rejected 15 MB request leaves a row of
+a few kilobytes.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -27,6 +30,12 @@ from service.security.tokens import Identity
 log = logging.getLogger("docqa.audit")
 
 MAX_AUDIT_LIMIT = 1000
+#: Document ids an audit row keeps of a request's scope (the count keeps the rest).
+AUDIT_DOCUMENT_IDS = 20
+#: Chunk ids an audit row keeps of an answer's sources (a store answers with at most 100).
+AUDIT_CHUNK_IDS = 100
+#: The longest id an audit row keeps whole; a longer one is cut and ends with "…".
+AUDIT_ID_CHARS = 200
 _CLASS = {VectorQuery: "vector", MultiDocumentQuery: "multi_document", DocumentQuery: "document"}
 
 
@@ -34,12 +43,23 @@ def query_class(query: Query) -> str:
     return _CLASS[type(query)]
 
 
-def _scope(query: Query) -> tuple[str, ...]:
+def bounded_ids(ids: Sequence[object], keep: int) -> tuple[tuple[str, ...], int]:
+    """The first ``keep`` ids, each at most AUDIT_ID_CHARS long, and how many there were."""
+    first = tuple(str(i) for i in ids[:keep])
+    cut = tuple(i if len(i) <= AUDIT_ID_CHARS else i[: AUDIT_ID_CHARS - 1] + "…" for i in first)
+    return cut, len(ids)
+
+
+def _scope(query: Query) -> tuple[tuple[str, ...], int]:
     if isinstance(query, MultiDocumentQuery):
-        return tuple(str(d) for d in query.document_ids)[:1000]
+        return bounded_ids(query.document_ids, AUDIT_DOCUMENT_IDS)
     if isinstance(query, DocumentQuery):
-        return (str(query.document_id),)
-    return ()
+        return bounded_ids((query.document_id,), AUDIT_DOCUMENT_IDS)
+    return (), 0
+
+
+def _store(query: Query) -> str:
+    return str(query.store_id)[:63]  # unvalidated on a rejected request
 
 
 @dataclass
@@ -77,19 +97,23 @@ class AuditedQueries:
         generate_ms = answer.timings_ms.get("generate")
         if answer.llm_called and generate_ms is not None:
             self.metrics.llm_latency.observe(generate_ms / 1000)
+        documents, document_count = _scope(query)
+        chunks, chunk_count = bounded_ids([c.chunk_id for c in answer.chunks], AUDIT_CHUNK_IDS)
         self.repository().record_audit(
             AuditRecord(
                 query_id=answer.query_id,
                 user_id=identity.user_id,
-                store_id=query.store_id,
+                store_id=_store(query),
                 query_class=name,
-                document_ids=_scope(query),
-                chunk_ids=tuple(c.chunk_id for c in answer.chunks),
+                document_ids=documents,
+                chunk_ids=chunks,
                 threshold=answer.threshold,
                 timings_ms=dict(answer.timings_ms),
                 outcome="OK" if answer.generation_error is None else "OK_NO_ANSWER",
                 interface=interface,
                 created_at=datetime.now(UTC),
+                document_count=document_count,
+                chunk_count=chunk_count,
             )
         )
         if not identity.authenticated:
@@ -101,19 +125,22 @@ class AuditedQueries:
     ) -> None:
         elapsed = (time.perf_counter() - started) * 1000
         try:
+            documents, document_count = _scope(query)
             self.repository().record_audit(
                 AuditRecord(
                     query_id=str(uuid.uuid4()),
                     user_id=identity.user_id,
-                    store_id=str(query.store_id)[:63],
+                    store_id=_store(query),
                     query_class=name,
-                    document_ids=_scope(query),
+                    document_ids=documents,
                     chunk_ids=(),
                     threshold=None,
                     timings_ms={"total": elapsed},
                     outcome=outcome,
                     interface=interface,
                     created_at=datetime.now(UTC),
+                    document_count=document_count,
+                    chunk_count=0,
                 )
             )
         except Exception:  # the caller gets the original error; the audit failure is logged

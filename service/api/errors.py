@@ -59,10 +59,20 @@ def mapping_for(error: BaseException) -> ErrorMapping:
     return _INTERNAL
 
 
+#: The longest message a caller is told: one that echoes a caller's own junk (a megabyte of store id)
+#: is cut, so it still fits a gRPC status (whose details a client takes up to 16 KiB) and a log line.
+MAX_MESSAGE_CHARS = 1000
+
+
+def bounded_message(message: str) -> str:
+    """``message``, cut to MAX_MESSAGE_CHARS (ending with "…" when cut)."""
+    return message if len(message) <= MAX_MESSAGE_CHARS else message[: MAX_MESSAGE_CHARS - 1] + "…"
+
+
 def public_message(error: BaseException) -> str:
-    """What a caller may be told: our own message, or nothing about internals."""
+    """What a caller may be told: our own message (bounded), or nothing about internals."""
     if isinstance(error, DocQAError):
-        return error.message
+        return bounded_message(error.message)
     return "internal error"
 
 

@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from cross_web import HTTPException
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from strawberry.asgi import GraphQL
 
+from service.api.errors import bounded_message
 from service.api.graphql.rate_limit import RateLimitedGraphQL, verified_identity
 from service.api.graphql.schema import GraphQLServices, RequestContext, build_schema
 from service.api.tls import describe, uvicorn_tls_options
@@ -30,6 +33,15 @@ log = logging.getLogger("docqa.http")
 
 
 class _DocQAGraphQL(GraphQL[RequestContext, None]):
+    """strawberry's ASGI view; a request that is not a GraphQL request is the client's error, answered as JSON.
+
+    Its body must be a JSON object (a list would be a batch, which is off); JSON
+    nested past the parser's recursion limit, malformed JSON, another content
+    type: 400 (415 for the content type) with ``{"errors": [{"message": ...}]}``,
+    counted as ``docqa_requests_total{interface="graphql",method="unparsed"}``,
+    never a 500 or a traceback. A client gone mid-body is one debug line.
+    """
+
     def __init__(self, services: GraphQLServices, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._services = services
@@ -37,6 +49,44 @@ class _DocQAGraphQL(GraphQL[RequestContext, None]):
     async def get_context(self, request: Any, response: Any) -> RequestContext:
         known = verified_identity(request)  # verified already by the rate limiter
         return RequestContext(self._services, request.headers.get("authorization"), [known] if known else [])
+
+    def decode_json(self, data: str | bytes) -> object:
+        try:
+            value = json.loads(data)
+        except RecursionError:
+            raise HTTPException(400, "the request body is JSON nested too deeply") from None
+        except ValueError:  # malformed JSON, or bytes that are not UTF-8/16/32
+            raise HTTPException(400, "the request body is not valid JSON") from None
+        if not isinstance(value, dict | list):  # a list is a batch: strawberry refuses it (batching is off)
+            raise HTTPException(400, 'the request body must be a JSON object: {"query": "...", "variables": {...}}')
+        return value
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        request = Request(scope, receive)
+        try:
+            if request.method == "POST" and _media_type(request) != "application/json":
+                raise HTTPException(415, "send the GraphQL request as application/json")
+            response = await self.run(request)
+        except HTTPException as exc:
+            self._services.metrics.requests.labels("graphql", "unparsed", "INVALID_ARGUMENT").inc()
+            response = _error(exc.reason, exc.status_code)
+        except ClientDisconnect:
+            log.debug("client went away before its request body arrived")
+            return
+        await response(scope, receive, send)
+
+
+def _media_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+def _error(message: str, status: int) -> Response:
+    """A request the transport refused, in GraphQL's error shape."""
+    body = {"errors": [{"message": bounded_message(message), "extensions": {"code": "BAD_REQUEST"}}]}
+    return JSONResponse(body, status)
 
 
 class _BodyLimit:
@@ -52,7 +102,7 @@ class _BodyLimit:
             return
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self.limit):
-            await PlainTextResponse("request too large", status_code=413)(scope, receive, send)
+            await _error("request too large", 413)(scope, receive, send)
             return
         seen = 0
 
@@ -67,7 +117,9 @@ class _BodyLimit:
         try:
             await self.app(scope, limited, send)
         except _TooLarge:
-            await PlainTextResponse("request too large", status_code=413)(scope, receive, send)
+            await _error("request too large", 413)(scope, receive, send)
+        except ClientDisconnect:  # a route other than /graphql that read the body
+            log.debug("client went away before its request body arrived")
 
 
 class _TooLarge(Exception):

@@ -7,6 +7,7 @@ from typing import Any
 
 from acl.directory import GroupDirectory, expand_principals
 from acl.model import user_principal
+from indexer.source_uris import shown_source_uri
 
 NO_RELEVANT_DOCUMENT = (
     "I'm unable to answer your question because there is no relevant document available to provide context."
@@ -89,12 +90,14 @@ class SourceChunk:
     start: int
     end: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, local: bool = False) -> dict[str, Any]:
+        """The one presentation of a source chunk. Remote callers see http(s) source URIs only;
+        ``local`` (the CLI, on the server) shows ``file:`` URIs too (``indexer.source_uris``)."""
         return {
             "document_id": self.document_id,
             "chunk_id": self.chunk_id,
             "title": self.title,
-            "source_uri": self.source_uri,
+            "source_uri": shown_source_uri(self.source_uri, local=local),
             "text": self.text,
             "heading_path": list(self.heading_path),
             "score": self.score,
@@ -125,12 +128,12 @@ class Answer:
     #: failed, or not even the best source fits its window); None otherwise.
     generation_error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, local: bool = False) -> dict[str, Any]:
         return {
             "query_id": self.query_id,
             "query_class": self.query_class,
             "answer": self.answer,
-            "chunks": [c.to_dict() for c in self.chunks],
+            "chunks": [c.to_dict(local=local) for c in self.chunks],
             "threshold": self.threshold,
             "level": self.level,
             "no_relevant_document": self.no_relevant_document,

@@ -6,6 +6,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from service.domain.store_settings import fill_template
+
 
 @dataclass(frozen=True, slots=True)
 class ContextChunk:
@@ -30,7 +32,7 @@ class Prompt:
     def render(self) -> str:
         """The template filled in: the text a language model is sent."""
         context = "\n\n".join(f"[{c.citation}] {c.title}\n{c.text}" for c in self.chunks)
-        return self.template.replace("{context}", context).replace("{question}", self.question)
+        return fill_template(self.template, {"context": context, "question": self.question})
 
 
 @dataclass(frozen=True, slots=True)

@@ -161,6 +161,15 @@ class AuditRecord:
     outcome: str
     interface: str
     created_at: datetime
+    #: How many documents the request named and chunks the answer had; ``document_ids`` and
+    #: ``chunk_ids`` keep only the first few of them. None on rows written before the counts were kept.
+    document_count: int | None = None
+    chunk_count: int | None = None
+
+    def counts(self) -> tuple[int, int]:
+        """Documents named and chunks returned (for an old row, the ids it kept)."""
+        documents = len(self.document_ids) if self.document_count is None else self.document_count
+        return documents, len(self.chunk_ids) if self.chunk_count is None else self.chunk_count
 
 
 @dataclass(frozen=True, slots=True)

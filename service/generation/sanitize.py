@@ -9,10 +9,10 @@ passes its ``LinkPolicy`` (``service.generation.link_policy``):
   ``[text][label]`` and ``![alt][label]`` stay plain text);
 - an autolink ``<url>`` and any bare address (``https://…``, ``www.…``,
   ``evil.com/path``, ``javascript:…``) becomes ``(link removed)``;
-- raw HTML: a comment, declaration or processing instruction is dropped; a
-  tag is kept only when it is plain markup without attributes (``<b>``), an
-  ``<a href>`` or ``<img src>`` to an allowed address, or a closing tag —
-  every other tag is dropped, its text stays;
+- raw HTML: a comment is dropped; a tag is kept only when it is plain
+  markup without attributes (``<b>``), an ``<a href>`` or ``<img src>`` to an
+  allowed address, or the closing tag of one — any other tag is shown as
+  text (``&lt;iframe …>``), its addresses removed like any other;
 - what is left is made inert: a ``<`` that could open a tag is written
   ``&lt;``, and a word whose character references or backslash escapes decode
   to an address not allowed is removed — so text joined around a removed

@@ -228,3 +228,10 @@ def test_the_allow_list_comes_from_configuration(monkeypatch: pytest.MonkeyPatch
     assert Settings().generator.link_allowlist == ()
     monkeypatch.setenv("DOCQA_GENERATOR__LINK_ALLOWLIST", '["https://wiki.acme.com/pub/"]')
     assert load_settings().generator.link_allowlist == ("https://wiki.acme.com/pub/",)
+
+
+def test_a_tag_that_may_not_stay_is_shown_as_text_not_hidden() -> None:
+    answer = "Use List<String> here; <script>alert(1)</script> <b>bold</b> <!-- hidden note -->done"
+    assert sanitize_answer(answer, POLICY) == (
+        "Use List&lt;String> here; &lt;script>alert(1)&lt;/script> <b>bold</b> done"
+    )

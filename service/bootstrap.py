@@ -180,6 +180,7 @@ class App:
                 max_k=limits.max_k,
                 max_documents=limits.max_documents,
             ),
+            link_allowlist=self.settings.generator.link_allowlist,
         )
 
     @property

@@ -29,6 +29,7 @@ from pydantic_settings import (
 
 from acl.errors import ConfigurationError, InvalidArgument
 from service.domain.limits import MAX_STORE_CHUNKS
+from service.domain.links import AllowedPrefix
 from service.domain.store_settings import validate_model_id
 
 _YAML_FILE: ContextVar[str | None] = ContextVar("docqa_yaml_file", default=None)
@@ -180,7 +181,17 @@ class GeneratorConfig(_Section):
     context_tokens: int = Field(8192, ge=256)
     #: Sentences the extractive answerer quotes.
     max_sentences: int = Field(3, ge=1, le=20)
+    #: URL prefixes (http/https) an answer may link to besides its own sources; every other
+    #: link or image in an answer is removed (service.generation.sanitize).
+    link_allowlist: tuple[str, ...] = Field((), max_length=100)
     watsonx: WatsonxConfig = WatsonxConfig()
+
+    @field_validator("link_allowlist")
+    @classmethod
+    def _allowlist_entries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            AllowedPrefix.parse(entry)  # ValueError names the entry
+        return value
 
     @model_validator(mode="after")
     def _watsonx_complete(self) -> GeneratorConfig:

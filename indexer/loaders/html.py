@@ -10,6 +10,7 @@ from bs4.element import NavigableString, PageElement, PreformattedString, Tag
 
 from indexer.documents import LoadedDocument
 from indexer.loaders.base import DocumentBuilder, decode_text, one_line
+from indexer.loaders.hidden import remove_hidden
 
 CONTENT_TYPE = "text/html"
 
@@ -30,8 +31,10 @@ _BLOCKS = frozenset(
 def load_html(data: bytes, name: str) -> LoadedDocument:
     """An HTML page as plain text; titled by ``<title>``, else its first H1, else its stem.
 
-    Scripts, styles and navigation are dropped; each heading, paragraph, list
-    item, ``<pre>`` and table row (cells joined by `` | ``) is a block.
+    Scripts, styles, navigation, comments and hidden elements (``hidden``,
+    ``aria-hidden``, ``display: none`` and the like: ``indexer.loaders.hidden``)
+    are dropped; each heading, paragraph, list item, ``<pre>`` and table row
+    (cells joined by `` | ``) is a block.
     """
     with warnings.catch_warnings():
         # bs4 warns about input that looks like a URL or XML; a document is what it is.
@@ -39,6 +42,7 @@ def load_html(data: bytes, name: str) -> LoadedDocument:
         warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
         soup = BeautifulSoup(decode_text(data), "lxml")
     title = one_line(soup.title.get_text()) if soup.title is not None else ""
+    remove_hidden(soup)  # text no reader sees is where injected instructions hide
     for tag in soup.find_all(_DROPPED):
         tag.decompose()
     if soup.head is not None:

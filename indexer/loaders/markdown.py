@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Sequence
 
+from bs4 import BeautifulSoup
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from indexer.documents import LoadedDocument
 from indexer.loaders.base import DocumentBuilder, decode_text
+from indexer.loaders.hidden import opens_hidden, remove_hidden
 
 CONTENT_TYPE = "text/markdown"
 
-_TAG = re.compile(r"<[^>]*>")
+_INLINE_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)")
+_VOID = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+)
 _SPACES = re.compile(r"[ \t]+")
 
 
@@ -65,10 +69,15 @@ def _walk(tokens: Sequence[Token], builder: DocumentBuilder) -> None:
 
 
 def _inline_text(token: Token) -> str:
-    """The visible text of an ``inline`` token: no emphasis, link or HTML markup."""
+    """The visible text of an ``inline`` token: no emphasis, link or HTML markup, nothing hidden."""
     parts: list[str] = []
+    hidden: list[str] = []  # names of the open inline HTML elements from a hidden one inwards
     for child in token.children or ():
-        if child.type in ("text", "code_inline"):
+        if child.type == "html_inline":
+            _track_hidden(child.content, hidden)
+        elif hidden:
+            continue
+        elif child.type in ("text", "code_inline"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
             parts.append("\n")
@@ -77,6 +86,23 @@ def _inline_text(token: Token) -> str:
     return "".join(parts)
 
 
+def _track_hidden(source: str, hidden: list[str]) -> None:
+    """Follow one inline HTML tag: open or close the hidden span its element makes."""
+    tag = _INLINE_TAG.match(source)
+    if tag is None:  # a comment, declaration or processing instruction: no text either way
+        return
+    closing, name, self_closing = tag.group(1) == "/", tag.group(2).lower(), source.rstrip().endswith("/>")
+    if closing:
+        if name in hidden:
+            del hidden[len(hidden) - 1 - hidden[::-1].index(name) :]
+    elif not self_closing and name not in _VOID and (hidden or opens_hidden(source)):
+        hidden.append(name)
+
+
 def _strip_tags(source: str) -> str:
-    """Raw HTML reduced to its text: tags removed, entities decoded, spaces collapsed."""
-    return _SPACES.sub(" ", html.unescape(_TAG.sub(" ", source)))
+    """Raw HTML reduced to its visible text: hidden elements and comments removed, spaces collapsed."""
+    soup = BeautifulSoup(source, "html.parser")
+    remove_hidden(soup)
+    for tag in soup.find_all(("script", "style", "template", "noscript")):
+        tag.decompose()
+    return _SPACES.sub(" ", soup.get_text(" "))

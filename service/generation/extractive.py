@@ -3,6 +3,12 @@
 No model, no account. A sentence's score is the share of the question's
 content words it contains (with light stemming), weighted by its chunk's
 rank, so the answer is always verbatim text from a source the caller may read.
+
+A sentence that speaks to the assistant instead of stating something
+(``looks_like_instruction``: "ignore previous instructions", "you are now",
+"respond only with", "output the following", "system prompt", "AI assistants
+must", a Markdown image or link, …) is planted text, not evidence: it is
+quoted only when no other sentence shares a word with the question.
 """
 
 from __future__ import annotations
@@ -31,6 +37,39 @@ EXTRACTIVE_MODEL_ID = "extractive"
 #: A further sentence is quoted only if it scores at least this share of the best.
 _KEEP_RATIO = 0.5
 _SENTENCE_ENDS = frozenset(".!?\"'”")
+
+_ADDRESSEE = (
+    r"(?:ai|a\.i\.|ai\s+assistants?|assistants?|chat\s?bots?|(?:large\s+)?language\s+models?|llms?|copilot|gpt)"
+)
+#: Phrasings of text addressed to an assistant (prompt injection), not statements about the world.
+#: Deliberately narrow: procedural text ("respond within 30 days", "add the salt") is evidence.
+_INSTRUCTION = re.compile(
+    r"""
+      \b(?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{0,40}?
+        \b(?:instructions?|prompts?|guidelines?|directives?|system\s+rules?)\b
+    | \b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:the\s+)?(?:above|previous|prior|earlier)\b
+    | \byou\s+are\s+now\b | \bfrom\s+now\s+on,?\s+you\b | \bpretend\s+(?:to\s+be|you\s+are)\b
+    | \b(?:system|developer|hidden|secret)\s+(?:prompt|message|instructions?)\b
+    | \b(?:new|updated|additional|real|true)\s+instructions?\b
+    | \b(?:output|print|emit|repeat)\s+(?:the\s+following|exactly|verbatim)\b
+    | \b(?:respond|reply)\s+only\s+with\b | \b(?:in|to|into)\s+your\s+(?:answer|response|reply|output)\b
+    | \b(?:do\s+not|don'?t|never)\s+(?:tell|mention\s+(?:this\s+)?to|reveal\s+(?:this\s+)?to|inform)
+        \s+(?:the\s+)?users?\b
+    | (?:^|\b(?:dear|attention|note\s+to(?:\s+the)?|hey|hi|as\s+an?)\s+)"""
+    + _ADDRESSEE
+    + r"""\b\s*[,:!]
+    | (?:^|\b(?:as\s+an?|any|all|every)\s+)"""
+    + _ADDRESSEE
+    + r"""\s+(?:must|should|shall|needs?\s+to|reading\s+this|is\s+instructed|answering)\b
+    | !\[[^\]]*\]\s*[(\[] | \]\(\s*<?\s*[a-z][a-z0-9+.\-]*:
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def looks_like_instruction(sentence: str) -> bool:
+    """Whether ``sentence`` reads as an instruction to an assistant rather than a statement."""
+    return _INSTRUCTION.search(sentence) is not None
 
 
 def _is_prose(sentence: str) -> bool:
@@ -68,6 +107,7 @@ class ExtractiveGenerator(Generator):
     def generate(self, prompt: Prompt) -> Completion:
         question = content_terms(prompt.question)
         candidates: list[tuple[float, int, int, str]] = []
+        planted: list[tuple[float, int, int, str]] = []
         for rank, chunk in enumerate(prompt.chunks):
             rank_weight = 1.0 / (1.0 + 0.15 * rank)
             for position, sentence in enumerate(split_sentences(chunk.text)):
@@ -75,7 +115,11 @@ class ExtractiveGenerator(Generator):
                 if not words or not _is_prose(sentence):
                     continue
                 overlap = len(question & words) / max(1, len(question))
-                candidates.append((overlap * rank_weight, chunk.citation, position, sentence))
+                found = planted if looks_like_instruction(sentence) else candidates
+                found.append((overlap * rank_weight, chunk.citation, position, sentence))
+        if not any(c[0] > 0 for c in candidates):
+            # Instructions to the assistant are quoted only when nothing else is evidence at all.
+            candidates += planted
         if not candidates:
             return Completion(text="", model_id=self.model_id, stop_reason="no_sentences")
         candidates.sort(key=lambda c: (-c[0], c[1], c[2]))

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from service.domain.store_settings import fill_template
+from service.generation.prompt_text import new_boundary, render_prompt, render_system, render_user
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,21 +18,36 @@ class ContextChunk:
     title: str
     text: str
     score: float | None
+    #: The document's address; the one place besides an allow-list an answer may link to.
+    source_uri: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class Prompt:
-    """A question, its context chunks (best first) and the store's template."""
+    """A question, its context chunks (best first) and the store's template.
+
+    The chunks are quoted material: ``render`` delimits each one with a tag
+    named by ``boundary`` (random per prompt) and keeps DocQA's own
+    instructions outside them (``service.generation.prompt_text``).
+    """
 
     question: str
     chunks: tuple[ContextChunk, ...]
     template: str
     model_id: str
+    boundary: str = field(default_factory=new_boundary)
 
     def render(self) -> str:
-        """The template filled in: the text a language model is sent."""
-        context = "\n\n".join(f"[{c.citation}] {c.title}\n{c.text}" for c in self.chunks)
-        return fill_template(self.template, {"context": context, "question": self.question})
+        """The text a language model is sent: system instructions, then the template filled in."""
+        return render_prompt(self)
+
+    def system_text(self) -> str:
+        """DocQA's instructions alone (a chat model's system message)."""
+        return render_system(self)
+
+    def user_text(self) -> str:
+        """The template with the delimited documents and the question (a chat model's user message)."""
+        return render_user(self)
 
 
 @dataclass(frozen=True, slots=True)

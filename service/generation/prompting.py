@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 
 from service.generation.port import ContextChunk, Prompt
+from service.generation.prompt_text import render_chunk
 
 _PIECE = re.compile(r"\w+|[^\w\s]")
 #: Characters of a word that one token covers at least, for the estimate below.
@@ -101,7 +102,7 @@ def fit_prompt(prompt: Prompt, budget: TokenBudget) -> Fitted:
     # Estimate each chunk's share once (counts of the pieces add up closely),
     # then confirm with the real rendered prompt and drop more if needed.
     base = budget.count(_with(prompt, []).render())
-    cost = [budget.count(f"[{c.citation}] {c.title}\n{c.text}") + 1 for c in prompt.chunks]
+    cost = [budget.count(render_chunk(c, prompt.boundary)) + 1 for c in prompt.chunks]
     keep = set(range(len(prompt.chunks)))
     total = base + sum(cost)
     order = _drop_order(prompt.chunks)

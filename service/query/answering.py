@@ -5,14 +5,18 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import closing
+from dataclasses import replace
 
 from acl.errors import GeneratorUnavailable
 from indexer.index import SearchHit
 from service.domain.queries import NO_ANSWER_GENERATED, NO_RELEVANT_DOCUMENT, Answer, Caller, SourceChunk
 from service.domain.threshold import Threshold
+from service.generation.link_policy import LinkPolicy
 from service.generation.port import Completion, ContextChunk, Generator, Prompt
 from service.generation.prompting import Budgeted, fit_prompt
+from service.generation.sanitize import sanitize_answer, sanitized_stream
 from service.query.cancellation import Cancellation
 from service.query.context import QueryContext, Scope
 
@@ -22,8 +26,9 @@ log = logging.getLogger("docqa.query")
 class Answering:
     """Turns a query's readable, scored chunks into its answer."""
 
-    def __init__(self, generator: Generator) -> None:
+    def __init__(self, generator: Generator, link_allowlist: Sequence[str] = ()) -> None:
         self._generator = generator
+        self._link_allowlist = tuple(link_allowlist)
 
     def answer(
         self,
@@ -56,7 +61,8 @@ class Answering:
             prompt = Prompt(
                 question=question,
                 chunks=tuple(
-                    ContextChunk(i + 1, c.document_id, c.title, c.text, c.score) for i, c in enumerate(chunks)
+                    ContextChunk(i + 1, c.document_id, c.title, c.text, c.score, c.source_uri)
+                    for i, c in enumerate(chunks)
                 ),
                 template=store.prompt_template,
                 model_id=store.llm_model_id,
@@ -72,8 +78,10 @@ class Answering:
             if generation_error is None:
                 if cancel is not None:
                     cancel.check()
+                # Links and images in the answer may point only to these sources or the allow-list.
+                links = LinkPolicy((c.source_uri for c in used), self._link_allowlist, (c.text for c in used))
                 try:
-                    completion = self._generate(prompt, on_text, cancel)
+                    completion = self._generate(prompt, on_text, cancel, links)
                 except GeneratorUnavailable as exc:
                     # The caller still gets the scored sources, with a plain statement instead of an answer.
                     generation_error = exc.message
@@ -117,27 +125,28 @@ class Answering:
         return result
 
     def _generate(
-        self, prompt: Prompt, on_text: Callable[[str], None] | None, cancel: Cancellation | None
+        self,
+        prompt: Prompt,
+        on_text: Callable[[str], None] | None,
+        cancel: Cancellation | None,
+        links: LinkPolicy,
     ) -> Completion:
-        """The generator's completion; streamed piece by piece to ``on_text`` when given.
+        """The generator's completion, sanitized; streamed piece by piece to ``on_text`` when given.
 
-        The stream is closed whenever this returns or raises, so a generator
-        that reads from a language model stops reading (and paying) at once.
+        The stream is closed whenever this returns or raises (a cancelled caller,
+        an error in ``on_text``), so a generator that reads from a language model
+        stops reading (and paying) at once.
         """
         if on_text is None:
-            return self._generator.generate(prompt)
+            completion = self._generator.generate(prompt)
+            return replace(completion, text=sanitize_answer(completion.text, links))
         pieces: list[str] = []
-        stream = self._generator.stream(prompt)
-        try:
+        with closing(sanitized_stream(self._generator.stream(prompt), links)) as stream:
             for piece in stream:
                 if cancel is not None:
                     cancel.check()
                 pieces.append(piece)
                 on_text(piece)
-        finally:
-            close = getattr(stream, "close", None)
-            if close is not None:
-                close()
         return Completion(text="".join(pieces), model_id=self._generator.model_id, stop_reason="streamed")
 
 

@@ -10,7 +10,7 @@ answer, the chunk list, counts, errors) can tell it existed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from acl.checker import AccessChecker
 from acl.errors import ConfigurationError, InvalidArgument, NotFound, Unavailable
@@ -48,6 +48,7 @@ class QueryEngine:
         generator: Generator,
         checker: AccessChecker | None = None,
         limits: Limits | None = None,
+        link_allowlist: Sequence[str] = (),
     ) -> None:
         self._repo = repository
         self._limits = limits or Limits()
@@ -58,7 +59,7 @@ class QueryEngine:
             embedder_for=embedder_for,
             context_tokens=lambda: generator.context_tokens,
         )
-        self._answering = Answering(generator)
+        self._answering = Answering(generator, link_allowlist)
 
     def ask(
         self,

@@ -10,6 +10,13 @@ dropped connections for the next N requests to a path, and pace a streamed
 answer (``stream_delay_s`` between tokens); each stream is recorded
 (``streams``): how many tokens were sent and whether the client hung up first.
 
+With ``obey = True`` it is a model that falls for prompt injection: every
+line of its input that says ``emit <payload>`` is obeyed — the payload is
+appended to the reply, with ``{DATA}`` replaced by the whole input (every
+document it was shown), URL-encoded, and ``\\n`` by a new line. With
+``piece_chars`` a streamed reply comes in pieces of that many characters, so
+an address is split across events.
+
 The certificate is self-signed and made at test time (``make_certificate``).
 """
 
@@ -30,7 +37,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -38,6 +45,15 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+#: An injected instruction the obedient stand-in follows: "emit" (or "emit exactly:") and a payload to the line's end.
+_EMIT = re.compile(r"\bemit(?:\s+exactly)?:?\s+(\S.*)$", re.IGNORECASE | re.MULTILINE)
+
+
+def obey(prompt: str) -> str:
+    """What a model that obeys every injected ``emit`` instruction in ``prompt`` adds to its answer."""
+    data = quote(" ".join(prompt.split()), safe="")
+    payloads = [m.group(1).replace("{DATA}", data).replace("\\n", "\n") for m in _EMIT.finditer(prompt)]
+    return "\n\n".join(payloads)
 
 
 def count_tokens(text: str) -> int:
@@ -148,6 +164,10 @@ class StandIn:
         self.models: dict[str, int] = dict(models or {"ibm/granite-3-8b-instruct": 8192})
         self.tokens: set[str] = set()
         self.reply = "Revenue rose [1]."
+        #: Obey instructions injected into the prompt (see the module docstring).
+        self.obey = False
+        #: Stream the reply in pieces of this many characters (None: a word at a time).
+        self.piece_chars: int | None = None
         self.requests: list[Recorded] = []
         #: Seconds between two streamed tokens (watching for the client hanging up meanwhile).
         self.stream_delay_s = 0.0
@@ -417,7 +437,11 @@ class _Handler(BaseHTTPRequestHandler):
                 ),
             )
             return None
-        words = standin.reply.split(" ")
+        reply = standin.reply
+        if standin.obey:
+            injected = obey(body["input"])
+            reply = f"{reply}\n\n{injected}" if injected else reply
+        words = reply.split(" ")
         text, stop = " ".join(words[:max_new]), "eos_token" if len(words) <= max_new else "max_tokens"
         return {
             "model_id": body["model_id"],
@@ -438,8 +462,12 @@ class _Handler(BaseHTTPRequestHandler):
         if whole is None:
             return
         result = whole["results"][0]
-        pieces = [p + " " for p in result["generated_text"].split(" ")]
-        pieces[-1] = pieces[-1].rstrip(" ")
+        text, size = result["generated_text"], self.server.standin.piece_chars
+        if size:
+            pieces = [text[k : k + size] for k in range(0, len(text), size)] or [""]
+        else:
+            pieces = [p + " " for p in text.split(" ")]
+            pieces[-1] = pieces[-1].rstrip(" ")
         standin = self.server.standin
         record = StreamRecord(total=len(pieces))
         with standin._lock:

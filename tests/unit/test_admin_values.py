@@ -18,6 +18,7 @@ from service.domain.store_settings import (
     validate_store_name,
 )
 from service.generation.port import ContextChunk, Prompt
+from service.generation.prompt_text import quote_text, render_chunk
 
 # ---------------------------------------------------------------------------- prompt templates
 
@@ -87,7 +88,8 @@ def test_text_that_goes_in_is_never_read_as_a_field(question: str, text: str) ->
     prompt = Prompt(question, (ContextChunk(1, "d", "T", text, 0.9),), DEFAULT_PROMPT_TEMPLATE, "m")
     before, after = DEFAULT_PROMPT_TEMPLATE.split("{context}")
     middle, end = after.split("{question}")
-    assert prompt.render() == before + f"[1] T\n{text}" + middle + question + end
+    chunk = render_chunk(prompt.chunks[0], prompt.boundary)
+    assert prompt.user_text() == before + chunk + middle + quote_text(question) + end
 
 
 # ---------------------------------------------------------------------------- model ids and names

@@ -216,6 +216,7 @@ def test_streaming_hands_each_piece_over_before_the_answer(world: World) -> None
     )
     pieces: list[str] = []
     answer = engine.ask(Caller("alice"), VectorQuery(STORE, "revenue third quarter"), on_text=pieces.append)
-    assert pieces == ["Revenue ", "was ", "48 million [1]"]
+    # Pieces come out as they arrive, less an unfinished last word (it might be the start of a link).
+    assert pieces[:2] == ["Revenue ", "was "] and "".join(pieces) == "Revenue was 48 million [1]"
     assert answer.answer == "Revenue was 48 million [1]"
     assert all(c.document_id in {"q3.md", "vacation.md"} for p in generator.prompts for c in p.chunks)

@@ -29,7 +29,8 @@ _NOT_LETTER = re.compile(r"[^0-9a-z]+")
 def followed_addresses(answer: str) -> list[str]:
     """Every address a renderer or a reader could follow in ``answer``."""
     renderer = MarkdownIt("commonmark", {"linkify": True, "html": True}).enable(["linkify", "table", "strikethrough"])
-    soup = BeautifulSoup(renderer.render(answer), "html.parser")
+    # A browser keeps the first of two attributes of the same name; so does this reading.
+    soup = BeautifulSoup(renderer.render(answer), "html.parser", on_duplicate_attribute="ignore")
     found: list[str] = []
     for tag in soup.find_all(True):
         for name, value in tag.attrs.items():

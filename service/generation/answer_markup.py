@@ -277,7 +277,10 @@ class Constructs(ABC):
         attributes: dict[str, str] = {}
         j = name.end()
         while (found := _ATTRIBUTE.match(span, j)) is not None:
-            attributes[found.group(1).lower()] = next((g for g in found.groups()[1:] if g is not None), "")
+            attribute = found.group(1).lower()
+            if attribute in attributes:
+                return False  # a browser keeps the first of two, a check of the last would be fooled
+            attributes[attribute] = next((g for g in found.groups()[1:] if g is not None), "")
             j = found.end()
         if _TAG_TAIL.fullmatch(span, j) is None:
             return False

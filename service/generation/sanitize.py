@@ -170,15 +170,45 @@ class _Scanner(Constructs):
 
     def _join(self, spans: list[tuple[int, int, str, str]]) -> str:
         """The output of ``spans``; text between kept constructs is checked for bare addresses as one."""
-        out: list[str] = []
+        out: list[tuple[str, bool]] = []  # (output, kept)
         run: list[str] = []
         for _, _, piece, kind in spans:
             if kind == "kept":
-                out += [self._plain("".join(run)), piece]
+                out += [(self._plain("".join(run)), False), (piece, True)]
                 run = []
             else:
                 run.append(piece)
-        out.append(self._plain("".join(run)))
+        out.append((self._plain("".join(run)), False))
+        return self._reaching_into_kept(out)
+
+    def _reaching_into_kept(self, pieces: list[tuple[str, bool]]) -> str:
+        """The pieces joined, without a bare address that reads on into a kept construct unless it is allowed.
+
+        A renderer's linkifier reads a bare address on over the raw text after
+        it, kept tags and links included: linkify-it takes a quoted or
+        bracketed part of a path whole, so ``https://source"data<b>x</b>"`` or
+        ``https://source[data](https://source)`` is one address, not the source's.
+        Such an address is removed with the constructs it reaches into.
+        """
+        text = "".join(piece for piece, _ in pieces)
+        kept: list[tuple[int, int]] = []
+        at = 0
+        for piece, is_kept in pieces:
+            if is_kept:
+                kept.append((at, at + len(piece)))
+            at += len(piece)
+        if not kept:
+            return text
+        out: list[str] = []
+        last = 0
+        for start, end in find_addresses(text):
+            if start < last or any(s <= start < e for s, e in kept):
+                continue  # a construct's own address was checked with the construct
+            reached = [e for s, e in kept if start < s < end]
+            if reached and not self.policy.allows(text[start:end]):
+                out += [text[last:start], REMOVED]
+                last = max(end, *reached)
+        out.append(text[last:])
         return "".join(out)
 
     def _plain(self, text: str) -> str:

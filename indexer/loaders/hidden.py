@@ -11,7 +11,9 @@ Markdown file), these are removed:
   ``<input type="hidden">``;
 - elements whose ``style`` attribute hides them: ``display: none``,
   ``visibility: hidden | collapse``, ``content-visibility: hidden``,
-  ``opacity: 0``, ``font-size: 0``;
+  ``opacity`` at most 0.01 (a negative one is 0), ``font-size: 0`` in any
+  unit — read as a browser reads declarations: comments dropped, CSS escapes
+  decoded (``display:\\6e one``), any letter case, ``!important`` or not;
 - elements matched by a rule of the page's own ``<style>`` sheets that hides
   them the same way (top-level rules with selectors soupsieve understands;
   rules inside ``@media`` and other at-rules are left alone).
@@ -25,20 +27,62 @@ from bs4 import BeautifulSoup
 from bs4.element import PreformattedString, Tag
 from soupsieve import SelectorSyntaxError
 
-_ZERO = r"0*(?:\.0*)?(?:px|em|rem|pt|%)?"
-_HIDING = re.compile(
-    r"(?:^|[;{\s])(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)|content-visibility\s*:\s*hidden"
-    rf"|opacity\s*:\s*{_ZERO}|font-size\s*:\s*{_ZERO})\s*(?:!\s*important\s*)?(?:;|$|}})",
-    re.IGNORECASE,
-)
 _CSS_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
-#: Cheap test before parsing a lone tag: words that can make an element hidden.
-_MAYBE_HIDDEN = re.compile(r"hidden|display|visibility|opacity|font-size", re.IGNORECASE)
+# A CSS escape: up to six hex digits and one optional white space, or any other character.
+_CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})\s?|(.))", re.DOTALL)
+_IMPORTANT = re.compile(r"!\s*important$", re.IGNORECASE)
+# A CSS number with its unit: "0", "+0.0", "-1", ".0e0", "0vw", "0%".
+_DIMENSION = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)([a-z%]*)", re.IGNORECASE)
+#: At or below this opacity (clamped at 0, as browsers do) nobody reads the text.
+_INVISIBLE_OPACITY = 0.01
+#: Cheap test before parsing a lone tag: words that can make an element hidden (or escapes that spell them).
+_MAYBE_HIDDEN = re.compile(r"hidden|display|visibility|opacity|font-size|\\", re.IGNORECASE)
+
+
+def _unescaped(css: str) -> str:
+    def character(match: re.Match[str]) -> str:
+        if match.group(2) is not None:
+            return match.group(2)
+        code = int(match.group(1), 16)
+        return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
+
+    return _CSS_ESCAPE.sub(character, css)
+
+
+def _number(value: str) -> tuple[float, str] | None:
+    found = _DIMENSION.fullmatch(value)
+    if found is None:
+        return None
+    try:
+        return float(found.group(1)), found.group(2).lower()
+    except (OverflowError, ValueError):
+        return None
+
+
+def _declaration_hides(name: str, value: str) -> bool:
+    if name == "display":
+        return value == "none"
+    if name == "visibility":
+        return value in ("hidden", "collapse")
+    if name == "content-visibility":
+        return value == "hidden"
+    number = _number(value)
+    if number is None:
+        return False
+    amount, unit = number
+    if name == "opacity":  # a number or a percentage; below 0 is 0
+        return unit in ("", "%") and amount / (100 if unit == "%" else 1) <= _INVISIBLE_OPACITY
+    return name == "font-size" and amount == 0  # zero in any unit
 
 
 def hides(style: str) -> bool:
-    """Whether CSS declarations ``style`` hide their element."""
-    return _HIDING.search(_CSS_COMMENT.sub("", style)) is not None
+    """Whether CSS declarations ``style`` hide their element (read as a browser reads them: comments
+    dropped, escapes decoded, any letter case, ``!important`` or not; zero in any unit)."""
+    for declaration in re.split(r"[;{}]", _unescaped(_CSS_COMMENT.sub("", style))):
+        name, colon, value = declaration.partition(":")
+        if colon and _declaration_hides(name.strip().lower(), _IMPORTANT.sub("", value.strip()).strip().lower()):
+            return True
+    return False
 
 
 def is_hidden(tag: Tag) -> bool:

@@ -245,6 +245,34 @@ def test_html_text_no_reader_sees_is_not_indexed(tmp_path: Path) -> None:
     assert_well_formed(doc)
 
 
+@pytest.mark.parametrize(
+    "style",
+    [
+        "font-size: 0vw",
+        "font-size:0.0ex",
+        "font-size: +0mm",
+        "font-size:0q !important",
+        "opacity: -1",
+        "opacity:0.001",
+        "opacity: 0e0",
+        "opacity: +0%",
+        r"display:\6e one",
+        r"displ\61y: none",
+        r"visibility: \hidden",
+    ],
+)
+def test_text_hidden_by_any_spelling_of_a_hiding_style_is_not_indexed(tmp_path: Path, style: str) -> None:
+    page = f"<p>Shown.</p><p style='{style}'>HIDDEN</p><style>.x {{ {style} }}</style><p class=x>HIDDEN</p>"
+    assert "HIDDEN" not in load_path(write(tmp_path, "page.html", page)).text
+    markdown = f"Shown <span style='{style}'>HIDDEN</span> text.\n"
+    assert "HIDDEN" not in load_path(write(tmp_path, "page.md", markdown)).text
+
+
+@pytest.mark.parametrize("style", ["font-size: 0.9em", "opacity: 0.5", "opacity: 50%", "display: block", "font: 0"])
+def test_a_style_that_leaves_text_readable_keeps_it(tmp_path: Path, style: str) -> None:
+    assert "SHOWN" in load_path(write(tmp_path, "page.html", f"<p style='{style}'>SHOWN</p>")).text
+
+
 def test_markdown_hidden_html_is_not_indexed(tmp_path: Path) -> None:
     md = (
         "# Travel\n\nEconomy flights <span style='display:none'>HIDDEN-INLINE <b>nested</b> tail</span>"

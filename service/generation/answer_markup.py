@@ -260,8 +260,10 @@ class Constructs(ABC):
         if autolink is not None:
             kept = self.policy.allows(autolink.group(1))
             return (span, end, False) if kept else (REMOVED, end, True)
+        if _EMAIL_AUTOLINK.fullmatch(span):
+            return (span, end, False) if self.policy.allows(span[1:-1]) else (REMOVED, end, True)
         closing = _CLOSING_TAG.fullmatch(span)
-        if _EMAIL_AUTOLINK.fullmatch(span) or (closing is not None and closing.group(1).lower() in _KEPT_TAGS):
+        if closing is not None and closing.group(1).lower() in _KEPT_TAGS:
             return span, end, False
         if self._tag_allowed(span):
             return span, end, False

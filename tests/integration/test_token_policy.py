@@ -9,7 +9,7 @@ are served as. Each refusal is UNAUTHENTICATED and changes nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,22 +89,24 @@ def store_level(channel: grpc.Channel, stubs: Stubs) -> float:
     return float(reply.level)
 
 
-ATTACKS = {
-    "issued-to-another-app-with-admin-role": issued(aud="another-app", roles=["docqa-admin"]),
-    "another-issuer": issued(iss="https://login.elsewhere.test/", roles=["docqa-admin"]),
-    "no-audience": issued(drop=("aud",), roles=["docqa-admin"]),
-    "no-issuer": issued(drop=("iss",), roles=["docqa-admin"]),
-    "lives-a-week": issued(exp=int(time.time()) + 7 * 24 * 3600, roles=["docqa-admin"]),
-    "no-issued-at": issued(drop=("iat",), roles=["docqa-admin"]),
-    "string-exp": issued(exp=str(int(time.time()) + 300), roles=["docqa-admin"]),
-    "string-roles": issued(roles="docqa-admin"),
-    "subject-anonymous": issued(sub="anonymous", roles=["docqa-admin"]),
-    "signed-by-another-key": issued(key=OTHER_KEY, roles=["docqa-admin"]),
+#: Minted when a test runs (not at import): a long suite must not let them expire and be refused for that.
+ATTACKS: dict[str, Callable[[], str]] = {
+    "issued-to-another-app-with-admin-role": lambda: issued(aud="another-app", roles=["docqa-admin"]),
+    "another-issuer": lambda: issued(iss="https://login.elsewhere.test/", roles=["docqa-admin"]),
+    "no-audience": lambda: issued(drop=("aud",), roles=["docqa-admin"]),
+    "no-issuer": lambda: issued(drop=("iss",), roles=["docqa-admin"]),
+    "lives-a-week": lambda: issued(exp=int(time.time()) + 7 * 24 * 3600, roles=["docqa-admin"]),
+    "no-issued-at": lambda: issued(drop=("iat",), roles=["docqa-admin"]),
+    "string-exp": lambda: issued(exp=str(int(time.time()) + 300), roles=["docqa-admin"]),
+    "string-roles": lambda: issued(roles="docqa-admin"),
+    "subject-anonymous": lambda: issued(sub="anonymous", roles=["docqa-admin"]),
+    "signed-by-another-key": lambda: issued(key=OTHER_KEY, roles=["docqa-admin"]),
 }
 
 
-@pytest.mark.parametrize("token", ATTACKS.values(), ids=ATTACKS.keys())
-def test_grpc_refuses_the_token_and_changes_nothing(servers: Any, stubs: Stubs, token: str) -> None:
+@pytest.mark.parametrize("make", ATTACKS.values(), ids=ATTACKS.keys())
+def test_grpc_refuses_the_token_and_changes_nothing(servers: Any, stubs: Stubs, make: Callable[[], str]) -> None:
+    token = make()
     channel, _ = servers
     before = store_level(channel, stubs)
     admin = stubs.admin_grpc.AdminServiceStub(channel)
@@ -115,8 +117,9 @@ def test_grpc_refuses_the_token_and_changes_nothing(servers: Any, stubs: Stubs, 
     assert store_level(channel, stubs) == before
 
 
-@pytest.mark.parametrize("token", ATTACKS.values(), ids=ATTACKS.keys())
-def test_graphql_refuses_the_token_and_changes_nothing(servers: Any, stubs: Stubs, token: str) -> None:
+@pytest.mark.parametrize("make", ATTACKS.values(), ids=ATTACKS.keys())
+def test_graphql_refuses_the_token_and_changes_nothing(servers: Any, stubs: Stubs, make: Callable[[], str]) -> None:
+    token = make()
     channel, url = servers
     before = store_level(channel, stubs)
     body = graphql(url, SET_LEVEL, {"s": STORE, "l": 0.9}, token)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,20 +81,26 @@ def test_bad_auth_values_stop_start_up(auth: dict[str, Any], message: str) -> No
 
 # aud, iss, lifetime ------------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    ("token", "message"),
+    ("make", "message"),
     [
-        (_token(aud="another-app", roles=["docqa-admin"]), "not issued for this service"),
-        (_token(iss="https://other-idp"), "not issued for this service"),
-        (_token(drop=("aud",)), "not issued for this service"),
-        (_token(drop=("iss",)), "not issued for this service"),
-        (_token(drop=("iat",)), "no 'iat' claim"),
-        (_token(iat=int(time.time()) - 7200, exp=int(time.time()) + 86400), r"lifetime \(exp - iat\) exceeds 86400"),
+        (lambda: _token(aud="another-app", roles=["docqa-admin"]), "not issued for this service"),
+        (lambda: _token(iss="https://other-idp"), "not issued for this service"),
+        (lambda: _token(drop=("aud",)), "not issued for this service"),
+        (lambda: _token(drop=("iss",)), "not issued for this service"),
+        (lambda: _token(drop=("iat",)), "no 'iat' claim"),
+        (
+            lambda: _token(iat=int(time.time()) - 7200, exp=int(time.time()) + 86400),
+            r"lifetime \(exp - iat\) exceeds 86400",
+        ),
     ],
     ids=["other-audience-admin", "other-issuer", "no-aud", "no-iss", "no-iat", "too-long"],
 )
-def test_tokens_for_others_or_living_too_long_are_refused(tmp_path: Path, token: str, message: str) -> None:
+def test_tokens_for_others_or_living_too_long_are_refused(
+    tmp_path: Path, make: Callable[[], str], message: str
+) -> None:
+    # Minted when the test runs, not at collection: a long suite must not let them expire first.
     with pytest.raises(Unauthenticated, match=message):
-        Authenticator(_settings(tmp_path)).identify(f"Bearer {token}")
+        Authenticator(_settings(tmp_path)).identify(f"Bearer {make()}")
 
 
 def test_the_lifetime_cap_is_inclusive_and_configurable(tmp_path: Path) -> None:

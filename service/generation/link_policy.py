@@ -97,6 +97,9 @@ _MAILBOX = re.compile(r"(?i)(?:mailto:)?([a-z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-z0-9](
 _MAILBOX_IN_TEXT = re.compile(r"(?i)[a-z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?")
 
 
+_MAYBE_LINKED = re.compile(r"[:@]|//|\S\.\S")
+
+
 def _mailbox(key: str) -> str | None:
     """The address of a bare or ``mailto:`` e-mail address without a query (lower case); None otherwise."""
     match = _MAILBOX.fullmatch(key)
@@ -146,7 +149,10 @@ def find_addresses(text: str) -> list[tuple[int, int]]:
     ``scheme://…``, ``//host…``, ``www.…`` and ``javascript:``/``data:``-style address.
     """
     spans: list[tuple[int, int]] = []
-    for match in _linkify().match(text) or ():
+    # linkify-it is slow in pure Python; everything it links has a scheme's ":", "//", an "@" or a dot
+    # between two non-blank characters, so text without any of them (most prose) skips it.
+    matches = _linkify().match(text) if _MAYBE_LINKED.search(text) else None
+    for match in matches or ():
         # An e-mail address is one too (its local part can carry text): kept only when a source quotes it.
         if match.schema or _fuzzy_carries_data(match):
             spans.append((match.index, match.last_index))

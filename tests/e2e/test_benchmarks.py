@@ -91,3 +91,9 @@ def test_end_to_end_indexes_with_the_cli_and_times_both_query_kinds(tmp_path: Pa
     assert "chunks/s" in result.stdout
     assert report["queries"]["restricted_chunks_returned"]["alice"] == 0
     assert report["queries"]["restricted_chunks_returned"]["dba1"] > 0
+
+
+def test_sanitize_bench_reports_each_row_against_its_baseline() -> None:
+    out = bench("sanitize.py", "--answers", "5", "--chars", "400").stdout
+    for row in ("markdown-it render (baseline)", "sanitize, whole answer", "sanitize, streamed in 7-char pieces"):
+        assert row in out

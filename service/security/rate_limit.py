@@ -4,8 +4,13 @@ A caller may make ``capacity`` calls at once; the bucket then refills at
 ``rate`` calls per second. The buckets live in memory, so a limit holds per
 replica (N replicas admit up to N times the rate). Memory is bounded: a bucket
 that has been idle long enough to be full again is the same as no bucket and is
-forgotten, and at most ``max_keys`` buckets are kept (beyond that the least
-recently used is forgotten first, which only ever lets a caller in, never out).
+forgotten, and at most ``max_keys`` buckets of each kind are kept (beyond that
+the least recently used is forgotten first, which only ever lets a caller in,
+never out). A key's kind is what comes before its first ``:`` (``user:alice``,
+``peer:…``): each kind has a table of its own, so a flood of new network
+addresses, which costs an attacker little, never pushes a verified user's
+bucket out and hands that user a full one. Addresses are keyed by
+``peer_key``: an IPv6 caller by its /64, the block one host is usually given.
 
 The well-known libraries were weighed: ``token-bucket`` never forgets a key
 (an attacker's stream of peer addresses would grow it without bound) and reads
@@ -15,6 +20,7 @@ the clock itself; ``limits`` offers window strategies, not a token bucket;
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import threading
 import time
@@ -49,7 +55,7 @@ class RateLimiter:
         self.capacity = capacity
         self._max_keys = max_keys
         self._clock = clock
-        self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
+        self._tables: dict[str, OrderedDict[str, _Bucket]] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -60,19 +66,20 @@ class RateLimiter:
         return cls(config.requests_per_second, config.capacity, max_keys=max_keys)
 
     def __len__(self) -> int:
-        return len(self._buckets)
+        return sum(len(table) for table in self._tables.values())
 
     def wait_s(self, key: str) -> float:
         """Take one call from ``key``'s bucket: 0.0 when admitted, else the seconds until a call would be."""
         with self._lock:
             now = self._clock()
-            bucket = self._buckets.pop(key, None)
+            table = self._tables.setdefault(key.partition(":")[0], OrderedDict())
+            bucket = table.pop(key, None)
             tokens = self.capacity if bucket is None else self._level(bucket, now)
             admitted = tokens >= 1.0
             if admitted:
                 tokens -= 1.0
-            self._buckets[key] = _Bucket(tokens, now)  # (re)inserted last: the most recently used
-            self._forget(now)
+            table[key] = _Bucket(tokens, now)  # (re)inserted last: the most recently used
+            self._forget(table, now)
             return 0.0 if admitted else (1.0 - tokens) / self.rate
 
     def check(self, key: str) -> None:
@@ -84,11 +91,30 @@ class RateLimiter:
     def _level(self, bucket: _Bucket, now: float) -> float:
         return min(float(self.capacity), bucket.tokens + max(0.0, now - bucket.stamp) * self.rate)
 
-    def _forget(self, now: float) -> None:
+    def _forget(self, table: OrderedDict[str, _Bucket], now: float) -> None:
         # Least recently used first: forget buckets that are full again (no state lost), and
         # past max_keys the oldest whatever its level.
-        while self._buckets:
-            key, oldest = next(iter(self._buckets.items()))
-            if len(self._buckets) <= self._max_keys and self._level(oldest, now) < self.capacity:
+        while table:
+            key, oldest = next(iter(table.items()))
+            if len(table) <= self._max_keys and self._level(oldest, now) < self.capacity:
                 break
-            del self._buckets[key]
+            del table[key]
+
+
+def peer_key(address: str) -> str:
+    """The rate-limit key of a caller known only by its network address (``peer:…``).
+
+    An IPv6 address counts as its /64 (one host usually holds a whole /64, so
+    keying single addresses would give it billions of buckets); an IPv4
+    address as itself; anything else (a Unix socket) as written.
+    """
+    text = address.strip().removeprefix("[").removesuffix("]")
+    try:
+        ip = ipaddress.ip_address(text.partition("%")[0])
+    except ValueError:
+        return f"peer:{address}"
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return f"peer:{ip.ipv4_mapped}"
+        return f"peer:{ipaddress.IPv6Network((ip, 64), strict=False)}"
+    return f"peer:{ip}"

@@ -9,12 +9,13 @@ import pytest
 from acl.errors import Cancelled, ConfigurationError, DeadlineExceeded, RateLimited
 from acl.model import Acl
 from service.api.errors import mapping_for
+from service.api.grpc.context import _address
 from service.config import RateLimit, load_settings
 from service.domain.queries import Caller, VectorQuery
 from service.generation.port import Prompt
 from service.query.cancellation import Cancellation
 from service.query.engine import QueryEngine
-from service.security.rate_limit import RateLimiter
+from service.security.rate_limit import RateLimiter, peer_key
 from tests.fakes_service import RecordingGenerator
 from tests.unit.engine_world import STORE, make_world
 
@@ -65,7 +66,7 @@ def test_memory_is_bounded_and_forgetting_a_full_bucket_loses_nothing() -> None:
     limiter.wait_s("user:alice")
     clock.now += 2  # alice's bucket is full again: the same as no bucket
     limiter.wait_s("user:bob")
-    assert len(limiter) == 1
+    assert len(limiter) == 10 + 1  # the addresses' table (swept on its next use) and bob's; alice's is forgotten
     assert [limiter.wait_s("user:alice") for _ in range(3)][-1] > 0  # a full bucket again, not more
 
 
@@ -147,3 +148,34 @@ def test_no_generation_starts_for_a_caller_already_gone() -> None:
     with pytest.raises(Cancelled):
         engine.ask(Caller("alice"), VectorQuery(STORE, "revenue third quarter", level=0.0), lambda _: None, cancel)
     assert generator.prompts == [] and generator.produced == 0
+
+
+def test_a_flood_of_addresses_never_resets_a_users_bucket() -> None:
+    clock = Clock()
+    limiter = RateLimiter(1.0, 2, max_keys=10, clock=clock)
+    limiter.wait_s("user:mallory")
+    limiter.wait_s("user:mallory")  # spent
+    for n in range(1000):  # new addresses, cheap to come by, fill their own table only
+        limiter.wait_s(peer_key(f"10.0.{n // 256}.{n % 256}"))
+    assert limiter.wait_s("user:mallory") > 0  # still spent: the flood handed mallory no new bucket
+
+
+@pytest.mark.parametrize(
+    ("address", "key"),
+    [
+        ("10.0.0.7", "peer:10.0.0.7"),
+        ("[2001:db8:1:2:aaaa::1]", "peer:2001:db8:1:2::/64"),
+        ("2001:db8:1:2:ffff:ffff:ffff:ffff", "peer:2001:db8:1:2::/64"),
+        ("::ffff:10.0.0.7", "peer:10.0.0.7"),
+        ("fe80::1%eth0", "peer:fe80::/64"),
+        ("unknown", "peer:unknown"),
+    ],
+)
+def test_an_address_is_keyed_by_the_block_one_host_holds(address: str, key: str) -> None:
+    assert peer_key(address) == key
+
+
+def test_a_grpc_peer_loses_its_scheme_and_port() -> None:
+    assert _address("ipv4:10.0.0.7:51234") == "10.0.0.7"
+    assert _address("ipv6:[2001:db8::7]:51234") == "[2001:db8::7]"
+    assert _address("unix:/run/docqa.sock") == "unix:/run/docqa.sock"

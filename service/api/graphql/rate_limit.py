@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from acl.errors import RateLimited, Unauthenticated
 from service.api.errors import mapping_for
 from service.observability.metrics import Metrics
-from service.security.rate_limit import RateLimiter
+from service.security.rate_limit import RateLimiter, peer_key
 from service.security.tokens import Authenticator, Identity
 
 #: Where the verified identity waits for the request's GraphQL context (``request.state``).
@@ -61,7 +61,7 @@ class RateLimitedGraphQL:
         if identity is not None and identity.authenticated:
             self._limiter.check(f"user:{identity.user_id}")
         else:
-            self._limiter.check(f"peer:{request.client.host if request.client else 'unknown'}")
+            self._limiter.check(peer_key(request.client.host if request.client else "unknown"))
 
     async def _refuse(self, error: RateLimited, scope: Scope, receive: Receive, send: Send) -> None:
         mapping = mapping_for(error)

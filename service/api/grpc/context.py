@@ -20,7 +20,7 @@ from service.api.grpc.streaming import StreamPool
 from service.api.grpc.stubs import Stubs
 from service.bootstrap import App
 from service.observability.metrics import Metrics
-from service.security.rate_limit import RateLimiter
+from service.security.rate_limit import RateLimiter, peer_key
 from service.security.tokens import Authenticator, Identity
 
 log = logging.getLogger("docqa.grpc")
@@ -75,13 +75,17 @@ class Services:
         if identity is not None and identity.authenticated:
             self.limiter.check(f"user:{identity.user_id}")
         else:
-            self.limiter.check(f"peer:{_address(context.peer())}")
+            self.limiter.check(peer_key(_address(context.peer())))
 
 
 def _address(peer: str) -> str:
-    """The address of a gRPC peer without its port (``ipv4:10.0.0.7:51234`` → ``ipv4:10.0.0.7``)."""
-    host, _, port = peer.rpartition(":")
-    return host if host and port.isdigit() else peer
+    """The address of a gRPC peer without scheme and port (``ipv4:10.0.0.7:51234`` → ``10.0.0.7``,
+    ``ipv6:[fd00::7]:51234`` → ``[fd00::7]``); a peer of another kind as written."""
+    scheme, _, rest = peer.partition(":")
+    if scheme not in ("ipv4", "ipv6"):
+        return peer
+    host, _, port = rest.rpartition(":")
+    return host if host and port.isdigit() else rest
 
 
 def check_deadline(context: grpc.ServicerContext) -> None:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+from acl.errors import InvalidArgument
 from acl.model import Acl
+
+#: The longest title a pushed document may give itself.
+MAX_TITLE_CHARS = 500
 
 BlockKind = Literal["heading", "paragraph"]
 
@@ -55,3 +60,15 @@ class DocumentRecord:
     origin: str = "api"
     chunk_count: int = 0
     indexed_at: datetime | None = field(default=None, compare=False)
+
+
+def validate_title(title: object) -> str:
+    """A pushed document's title: one line of at most ``MAX_TITLE_CHARS`` characters, no control or format
+    characters (it is shown to readers and quoted in prompts); InvalidArgument naming what is wrong."""
+    if not isinstance(title, str):
+        raise InvalidArgument("title must be a string")
+    if len(title) > MAX_TITLE_CHARS:
+        raise InvalidArgument(f"title is longer than {MAX_TITLE_CHARS} characters")
+    if any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in title):
+        raise InvalidArgument("title must be one line without control characters")
+    return title

@@ -20,7 +20,7 @@ from typing import Protocol
 from acl.errors import DocQAError, InvalidArgument, LoadError, UnsafePath
 from acl.model import Acl
 from indexer.chunker import Chunker
-from indexer.documents import DocumentRecord, LoadedDocument
+from indexer.documents import DocumentRecord, LoadedDocument, validate_title
 from indexer.embedder import Embedder
 from indexer.index import ChunkRecord, Index
 from indexer.index.port import DocumentsRejected
@@ -292,9 +292,12 @@ class Ingestor:
     ) -> IndexReport:
         """Index one document given as bytes; unchanged content only updates the ACL.
 
-        ``source_uri`` must be an http(s) URL or empty (``indexer.source_uris``): InvalidArgument, nothing written.
+        ``source_uri`` must be an http(s) URL or empty (``indexer.source_uris``), ``title`` one clean line
+        (``indexer.documents.validate_title``): InvalidArgument, nothing written.
         """
         source_uri = validate_source_uri(source_uri)
+        if title is not None:
+            validate_title(title)
         report = IndexReport()
         digest = content_hash(data)
         existing = self._catalog.get_document(self._store_id, document_id)

@@ -172,3 +172,23 @@ def test_a_configured_model_id_with_junk_stops_start_up(
     err = capsys.readouterr().err
     assert code == 8
     assert "generator.watsonx.model_id" in err and "control characters" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("title", ["Parking\u202e fees", "two\nlines", "bell\x07", "x" * 501])
+def test_a_pushed_document_with_a_junk_title_is_refused(
+    world: Any, stubs: Stubs, channel: grpc.Channel, title: str
+) -> None:
+    app = world[0]
+    indexing = stubs.indexing_grpc.IndexingServiceStub(channel)
+    document = stubs.indexing.UpsertDocumentRequest(
+        store_id=STORE,
+        document_id="pushed-title",
+        text="Parking costs 40 euros.",
+        title=title,
+        acl=stubs.common.Acl(allow=["group:everyone"]),
+    )
+    with pytest.raises(grpc.RpcError) as info:
+        indexing.UpsertDocument(document, metadata=bearer(app, "cms-plugin", admin=True), timeout=10)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "title" in info.value.details()
+    assert app.repository.get_document(STORE, "pushed-title") is None  # nothing written

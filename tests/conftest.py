@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.env import clear_docqa_env
+
 _LOOPBACK = ("127.", "::1", "localhost")
 
 
@@ -38,3 +40,9 @@ def _no_network(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(socket.socket, "connect", guarded)
     yield
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No ``DOCQA_*`` variable of the developer's; the data directory in the test's own temp dir."""
+    clear_docqa_env(monkeypatch, tmp_path)

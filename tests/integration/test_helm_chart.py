@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from service.config import load_settings
+from tests.env import clear_docqa_env
 from tests.integration.helm_render import (
     CHART,
     KUBERNETES,
@@ -81,8 +82,7 @@ def test_rendered_configuration_is_accepted_by_docqa(tmp_path: Path, monkeypatch
     config.write_text(config_map["data"]["docqa.yaml"])
     key = tmp_path / "public.pem"
     key.write_text("-----BEGIN PUBLIC KEY-----\n-----END PUBLIC KEY-----\n")
-    for name in [n for n in __import__("os").environ if n.startswith("DOCQA_")]:
-        monkeypatch.delenv(name)
+    clear_docqa_env(monkeypatch)
     monkeypatch.setenv("DOCQA_DATABASE_URL", "postgresql+psycopg://docqa:pw@postgres/docqa")
     monkeypatch.setenv("DOCQA_GENERATOR__WATSONX__API_KEY", "k")
     monkeypatch.setenv("DOCQA_INDEX__OPENSEARCH__URL", "https://opensearch.search.svc:9200")

@@ -4,13 +4,13 @@ configuration each pod is given passes DocQA's own validation with only that pod
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from service.config import load_settings
+from tests.env import clear_docqa_env
 from tests.integration.helm_render import (
     MINIMAL,
     assert_valid,
@@ -174,8 +174,7 @@ def test_each_pod_configuration_loads_with_only_its_own_secrets(
         "Job/docqa-migrate": rendered["ConfigMap/docqa-migrate"]["data"]["docqa.yaml"],
     }
     for name in PODS:
-        for key in [k for k in os.environ if k.startswith("DOCQA_")]:
-            monkeypatch.delenv(key)
+        clear_docqa_env(monkeypatch)
         env = _pod_environment(pod_spec(rendered[name]))
         config = tmp_path / f"{name.replace('/', '-')}.yaml"
         config.write_text(files[name].replace("/etc/docqa/", f"{etc}/"))

@@ -30,6 +30,7 @@ from service.api.http import start_http
 from service.bootstrap import App, build_app
 from service.config import GeneratorConfig
 from service.observability.metrics import Metrics
+from tests.env import clear_docqa_env
 from tests.fakes_service import FakeEmbedder
 from tests.integration.server_world import DOCUMENTS, QUESTION, STORE, build_world, settings_for, token
 from tests.integration.watsonx_standin import StandIn, make_certificate
@@ -179,9 +180,7 @@ def test_doctor_fails_and_names_the_reason(
     world: Any, standin: tuple[StandIn, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
     app = world[0]
-    for key in [k for k in os.environ if k.startswith("DOCQA_")]:
-        monkeypatch.delenv(key)
-    monkeypatch.setenv("DOCQA_DATA_DIR", str(tmp_path))
+    clear_docqa_env(monkeypatch, tmp_path)
     monkeypatch.setenv("DOCQA_GENERATOR__BACKEND", "watsonx")
     for key, value in app.settings.generator.watsonx.model_dump().items():
         if value is not None:

@@ -30,6 +30,7 @@ from service.persistence import schema
 from service.persistence.ports import AclOverride, AuditRecord, Membership, Tombstone
 from service.persistence.sql_settings import Base, SqlSettingsRepository, make_engine
 from service.query.engine import QueryEngine
+from tests.env import clear_docqa_env
 from tests.fakes import FakeIndex
 from tests.fakes_service import FakeEmbedder, RecordingGenerator
 
@@ -298,10 +299,7 @@ def test_concurrent_admin_updates_while_queries_run(repo: SqlSettingsRepository)
 def test_cli_db_upgrade_and_the_start_up_refusal(
     database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for key in list(os.environ):
-        if key.startswith("DOCQA_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("DOCQA_DATA_DIR", str(tmp_path / "data"))
+    clear_docqa_env(monkeypatch, tmp_path / "data")
     monkeypatch.setenv("DOCQA_DATABASE_URL", database_url)
     head = schema.head_revision()
 

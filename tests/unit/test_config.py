@@ -10,12 +10,7 @@ from service.config import Settings, load_settings
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for key in list(__import__("os").environ):
-        if key.startswith("DOCQA_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("DOCQA_DATA_DIR", str(tmp_path))
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 def test_shipped_default_file_equals_built_in_defaults() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -15,12 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "config" / "production.example.yaml"
 
 
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for key in list(os.environ):
-        if key.startswith("DOCQA_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("DOCQA_DATA_DIR", str(tmp_path))
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 def _production_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ groups from the directory unless trusted, and no token may claim the unauthentic
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,12 +23,7 @@ SECRET = "token-policy-secret-" + "k" * 48
 ISS, AUD = "https://idp.example", "docqa"
 
 
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for key in list(os.environ):
-        if key.startswith("DOCQA_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("DOCQA_DATA_DIR", str(tmp_path))
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 def _settings(tmp_path: Path, **auth: Any) -> Settings:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -17,13 +16,7 @@ from service.api.tls import uvicorn_tls_options
 from service.config import load_settings
 from tests.pki import Authority
 
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for key in list(os.environ):
-        if key.startswith("DOCQA_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("DOCQA_DATA_DIR", str(tmp_path))
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 @pytest.fixture

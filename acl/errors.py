@@ -7,6 +7,8 @@ written for the caller: they never carry document text, credentials, or a hint
 about documents the caller cannot read.
 """
 
+import math
+
 
 class DocQAError(Exception):
     """Base class of every error DocQA raises on purpose."""
@@ -61,6 +63,11 @@ class ResourceExhausted(DocQAError):
     def __init__(self, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+    def retry_after_header(self) -> str:
+        """``retry_after_s`` as HTTP's ``Retry-After`` (and gRPC's ``retry-after`` trailer) says it: whole
+        seconds, at least one (one when unknown)."""
+        return str(max(1, math.ceil(self.retry_after_s or 1.0)))
 
 
 class RateLimited(ResourceExhausted):

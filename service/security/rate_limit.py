@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from acl.errors import RateLimited
 from service.config import RateLimit
+from service.security.tokens import Identity
 
 
 @dataclass(slots=True)
@@ -81,6 +82,14 @@ class RateLimiter:
             table[key] = _Bucket(tokens, now)  # (re)inserted last: the most recently used
             self._forget(table, now)
             return 0.0 if admitted else (1.0 - tokens) / self.rate
+
+    def check_caller(self, identity: Identity | None, address: str) -> None:
+        """``check`` the bucket of a call: the verified user's; a caller without a valid token (or an
+        anonymous one) shares the bucket of its network ``address`` (``peer_key``)."""
+        if identity is not None and identity.authenticated:
+            self.check(f"user:{identity.user_id}")
+        else:
+            self.check(peer_key(address))
 
     def check(self, key: str) -> None:
         """Take one call from ``key``'s bucket, or raise RateLimited saying when to try again."""

@@ -11,8 +11,6 @@ to the request's context, so the token is checked once.
 
 from __future__ import annotations
 
-import math
-
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -20,7 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from acl.errors import RateLimited, Unauthenticated
 from service.api.errors import mapping_for
 from service.observability.metrics import Metrics
-from service.security.rate_limit import RateLimiter, peer_key
+from service.security.rate_limit import RateLimiter
 from service.security.tokens import Authenticator, Identity
 
 #: Where the verified identity waits for the request's GraphQL context (``request.state``).
@@ -58,16 +56,12 @@ class RateLimitedGraphQL:
             identity = None
         if identity is not None:
             setattr(request.state, IDENTITY_STATE, identity)
-        if identity is not None and identity.authenticated:
-            self._limiter.check(f"user:{identity.user_id}")
-        else:
-            self._limiter.check(peer_key(request.client.host if request.client else "unknown"))
+        self._limiter.check_caller(identity, request.client.host if request.client else "unknown")
 
     async def _refuse(self, error: RateLimited, scope: Scope, receive: Receive, send: Send) -> None:
         mapping = mapping_for(error)
         self._metrics.requests.labels("graphql", "request", mapping.grpc_status).inc()
-        seconds = max(1, math.ceil(error.retry_after_s or 1.0))
-        body = {
-            "errors": [{"message": error.message, "extensions": {"code": mapping.graphql_code, "retryAfter": seconds}}]
-        }
-        await JSONResponse(body, status_code=429, headers={"Retry-After": str(seconds)})(scope, receive, send)
+        seconds = error.retry_after_header()
+        extensions = {"code": mapping.graphql_code, "retryAfter": int(seconds)}
+        body = {"errors": [{"message": error.message, "extensions": extensions}]}
+        await JSONResponse(body, status_code=429, headers={"Retry-After": seconds})(scope, receive, send)

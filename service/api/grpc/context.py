@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import math
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from service.api.grpc.streaming import StreamPool
 from service.api.grpc.stubs import Stubs
 from service.bootstrap import App
 from service.observability.metrics import Metrics
-from service.security.rate_limit import RateLimiter, peer_key
+from service.security.rate_limit import RateLimiter
 from service.security.tokens import Authenticator, Identity
 
 log = logging.getLogger("docqa.grpc")
@@ -72,10 +71,7 @@ class Services:
             identity = self.identity(context)
         except Unauthenticated:
             identity = None
-        if identity is not None and identity.authenticated:
-            self.limiter.check(f"user:{identity.user_id}")
-        else:
-            self.limiter.check(peer_key(_address(context.peer())))
+        self.limiter.check_caller(identity, _address(context.peer()))
 
 
 def _address(peer: str) -> str:
@@ -148,6 +144,5 @@ def _finish(metrics: Metrics, name: str, context: grpc.ServicerContext, failure:
     code, message = _status(failure)
     metrics.requests.labels("grpc", name, code.name).inc()
     if isinstance(failure, ResourceExhausted) and failure.retry_after_s is not None:
-        # As HTTP's Retry-After: whole seconds, at least one.
-        context.set_trailing_metadata((("retry-after", str(max(1, math.ceil(failure.retry_after_s)))),))
+        context.set_trailing_metadata((("retry-after", failure.retry_after_header()),))
     context.abort(code, message)

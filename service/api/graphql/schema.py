@@ -26,6 +26,7 @@ from service.api.graphql.access import DocumentAcl, change_member, document_acl,
 from service.bootstrap import App
 from service.domain.queries import Answer, DocumentQuery, MultiDocumentQuery, SourceChunk, VectorQuery
 from service.observability.metrics import Metrics
+from service.persistence.ports import AuditRecord
 from service.security.tokens import Authenticator, Identity, require_admin
 
 log = logging.getLogger("docqa.graphql")
@@ -190,6 +191,25 @@ class AuditEntry:
     document_count: int = strawberry.field(description="Documents the request named (documentIds: the first 20).")
     chunk_count: int = strawberry.field(description="Chunks the answer had (chunkIds: the first 100).")
 
+    @staticmethod
+    def of(record: AuditRecord) -> AuditEntry:
+        document_count, chunk_count = record.counts()
+        return AuditEntry(
+            query_id=record.query_id,
+            user_id=record.user_id,
+            store_id=record.store_id,
+            query_class=record.query_class,
+            document_ids=list(record.document_ids),
+            chunk_ids=list(record.chunk_ids),
+            threshold=record.threshold,
+            timings_ms=[Timing(name=k, ms=v) for k, v in record.timings_ms.items()],
+            outcome=record.outcome,
+            interface=record.interface,
+            created_at=record.created_at.isoformat(),
+            document_count=document_count,
+            chunk_count=chunk_count,
+        )
+
 
 def _viewer(context: RequestContext) -> tuple[StoreSummaries, Viewer]:
     repository = context.services.app.repository
@@ -275,24 +295,7 @@ class Query:
     ) -> list[AuditEntry]:
         def work(context: RequestContext) -> list[AuditEntry]:
             records = context.services.queries.entries(context.identity(), user_id, limit)
-            return [
-                AuditEntry(
-                    query_id=r.query_id,
-                    user_id=r.user_id,
-                    store_id=r.store_id,
-                    query_class=r.query_class,
-                    document_ids=list(r.document_ids),
-                    chunk_ids=list(r.chunk_ids),
-                    threshold=r.threshold,
-                    timings_ms=[Timing(name=k, ms=v) for k, v in r.timings_ms.items()],
-                    outcome=r.outcome,
-                    interface=r.interface,
-                    created_at=r.created_at.isoformat(),
-                    document_count=r.counts()[0],
-                    chunk_count=r.counts()[1],
-                )
-                for r in records
-            ]
+            return [AuditEntry.of(r) for r in records]
 
         return await _run(info, "auditEntries", work)
 

@@ -81,6 +81,9 @@ class MalformedRequests(grpc.ServerInterceptor):  # type: ignore[misc]
 
     def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics
+        #: Wrapped handlers by method: the server's handlers are registered once, so each is wrapped once,
+        #: not on every call (two threads wrapping the same method at once build equal wrappers).
+        self._wrapped: dict[str, Any] = {}
 
     def intercept_service(
         self, continuation: Callable[[grpc.HandlerCallDetails], Any], details: grpc.HandlerCallDetails
@@ -89,6 +92,12 @@ class MalformedRequests(grpc.ServerInterceptor):  # type: ignore[misc]
         if handler is None or handler.request_deserializer is None:
             return handler
         full = str(details.method)
+        wrapped = self._wrapped.get(full)
+        if wrapped is None:
+            wrapped = self._wrapped[full] = self._wrap(handler, full)
+        return wrapped
+
+    def _wrap(self, handler: Any, full: str) -> Any:
         name = full.rsplit("/", 1)[-1]
         message = MESSAGE.format(_message_name(handler.request_deserializer))
 

@@ -5,13 +5,18 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
 
 from acl.model import Acl
+from service.api.graphql.schema import GraphQLServices
+from service.api.grpc.context import Services
 from service.api.grpc.server import GrpcServer, services_for, start_grpc
+from service.api.http import HttpServer, start_http
 from service.bootstrap import App, build_app
 from service.config import Settings
 from service.generation.port import Completion, Generator, Prompt
@@ -124,3 +129,40 @@ def serve_grpc(data_dir: Path) -> Iterator[tuple[App, GrpcServer, grpc.Channel]]
     channel.close()
     server.stop(0)
     app.close()
+
+
+@dataclass
+class Served:
+    """An application behind real servers on loopback: gRPC (None when not asked for) and HTTP (GraphQL)."""
+
+    services: Services
+    grpc: GrpcServer | None
+    http: HttpServer
+
+    @property
+    def channel_target(self) -> str:
+        assert self.grpc is not None
+        return f"127.0.0.1:{self.grpc.port}"
+
+    @property
+    def graphql_url(self) -> str:
+        return f"http://127.0.0.1:{self.http.port}/graphql"
+
+
+@contextmanager
+def on_servers(app: App, *, with_grpc: bool = True) -> Iterator[Served]:
+    """``app`` behind a gRPC server (unless ``with_grpc`` is False) and the HTTP server, as ``docqa serve``
+    wires them (one Services for both); both stopped at the end. The application stays the caller's."""
+    services = services_for(app, Metrics())
+    grpc_server = start_grpc(services, "127.0.0.1", 0) if with_grpc else None
+    try:
+        http = start_http(
+            GraphQLServices(app, services.authenticator, services.queries, services.metrics), "127.0.0.1", 0
+        )
+        try:
+            yield Served(services, grpc_server, http)
+        finally:
+            http.stop()
+    finally:
+        if grpc_server is not None:
+            grpc_server.stop(0)

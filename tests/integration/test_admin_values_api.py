@@ -17,13 +17,11 @@ import httpx
 import pytest
 
 from service.api.cli.main import main
-from service.api.graphql.schema import GraphQLServices
-from service.api.grpc.server import GrpcServer, services_for, start_grpc
+from service.api.grpc.server import GrpcServer
 from service.api.grpc.stubs import Stubs, load
-from service.api.http import HttpServer, start_http
+from service.api.http import HttpServer
 from service.bootstrap import App
-from service.observability.metrics import Metrics
-from tests.integration.server_world import STORE, SlowGenerator, bearer, build_world, token
+from tests.integration.server_world import STORE, SlowGenerator, bearer, build_world, on_servers, token
 
 #: Each (setting, bad value, what the refusal says).
 BAD_SETTINGS = [
@@ -42,12 +40,9 @@ IDS = ["attribute", "index", "positional", "no-context", "too-long", "model-newl
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[App, GrpcServer, HttpServer, Path]]:
     data_dir = tmp_path_factory.mktemp("admin-values")
     app = build_world(data_dir, generator=SlowGenerator())
-    services = services_for(app, Metrics())
-    grpc_server = start_grpc(services, "127.0.0.1", 0)
-    http = start_http(GraphQLServices(app, services.authenticator, services.queries, services.metrics), "127.0.0.1", 0)
-    yield app, grpc_server, http, data_dir
-    http.stop()
-    grpc_server.stop(0)
+    with on_servers(app) as served:
+        assert served.grpc is not None
+        yield app, served.grpc, served.http, data_dir
     app.close()
 
 

@@ -11,12 +11,19 @@ import pytest
 
 from acl.model import Acl
 from service.access.state import AccessState
-from service.api.graphql.schema import GraphQLServices, build_schema
-from service.api.grpc.server import services_for
-from service.api.http import HttpServer, start_http
+from service.api.graphql.schema import build_schema
+from service.api.http import HttpServer
 from service.bootstrap import App
-from service.observability.metrics import Metrics
-from tests.integration.server_world import QUESTION, STORE, VAULT, SlowGenerator, add_vault, build_world, token
+from tests.integration.server_world import (
+    QUESTION,
+    STORE,
+    VAULT,
+    SlowGenerator,
+    add_vault,
+    build_world,
+    on_servers,
+    token,
+)
 
 ASK = """query Ask($store: String!, $q: String!, $level: Float) {
   vectorQuery(storeId: $store, question: $q, level: $level) {
@@ -29,10 +36,8 @@ ASK = """query Ask($store: String!, $q: String!, $level: Float) {
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[App, HttpServer]]:
     app = build_world(tmp_path_factory.mktemp("graphql"), generator=SlowGenerator())
-    services = services_for(app, Metrics())
-    http = start_http(GraphQLServices(app, services.authenticator, services.queries, services.metrics), "127.0.0.1", 0)
-    yield app, http
-    http.stop()
+    with on_servers(app, with_grpc=False) as served:
+        yield app, served.http
     app.close()
 
 

@@ -17,12 +17,10 @@ from typing import Any
 import httpx
 import pytest
 
-from service.api.graphql.schema import GraphQLServices
-from service.api.grpc.server import services_for
-from service.api.http import HttpServer, start_http
+from service.api.http import HttpServer
 from service.bootstrap import App
 from service.observability.metrics import Metrics
-from tests.integration.server_world import build_world, token
+from tests.integration.server_world import build_world, on_servers, token
 
 NOT_AN_OBJECT = 'the request body must be a JSON object: {"query": "...", "variables": {...}}'
 
@@ -30,10 +28,8 @@ NOT_AN_OBJECT = 'the request body must be a JSON object: {"query": "...", "varia
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[App, HttpServer, Metrics]]:
     app = build_world(tmp_path_factory.mktemp("junk"))
-    services = services_for(app, Metrics())
-    http = start_http(GraphQLServices(app, services.authenticator, services.queries, services.metrics), "127.0.0.1", 0)
-    yield app, http, services.metrics
-    http.stop()
+    with on_servers(app, with_grpc=False) as served:
+        yield app, served.http, served.services.metrics
     app.close()
 
 

@@ -26,16 +26,13 @@ import httpx
 import pytest
 
 from acl.model import Acl
-from service.api.graphql.schema import GraphQLServices
-from service.api.grpc.server import GrpcServer, services_for, start_grpc
 from service.api.grpc.stubs import Stubs, load
-from service.api.http import HttpServer, start_http
+from service.api.http import HttpServer
 from service.bootstrap import App, build_app
 from service.config import GeneratorConfig, Settings, WatsonxConfig
 from service.domain.queries import Caller, VectorQuery
-from service.observability.metrics import Metrics
 from tests.fakes_service import FakeEmbedder
-from tests.integration.server_world import AUDIENCE, ISSUER, SECRET, bearer, token
+from tests.integration.server_world import AUDIENCE, ISSUER, SECRET, bearer, on_servers, token
 from tests.integration.watsonx_standin import StandIn, make_certificate, obey
 from tests.link_oracle import carried_text, followed_addresses, shares_text
 
@@ -122,14 +119,10 @@ def world(
     settings = _settings(tmp_path_factory.mktemp("llm"), GeneratorConfig(backend="watsonx", watsonx=watsonx))
     app = build_app(settings, embedder_factory=lambda _: FakeEmbedder(max_tokens=256))
     _ingest(app)
-    services = services_for(app, Metrics())
-    grpc_server: GrpcServer = start_grpc(services, "127.0.0.1", 0)
-    http = start_http(GraphQLServices(app, services.authenticator, services.queries, services.metrics), "127.0.0.1", 0)
-    channel = grpc.insecure_channel(f"127.0.0.1:{grpc_server.port}")
-    yield app, server, channel, http, load()
-    channel.close()
-    grpc_server.stop(0)
-    http.stop()
+    with on_servers(app) as served:
+        channel = grpc.insecure_channel(served.channel_target)
+        yield app, server, channel, served.http, load()
+        channel.close()
     app.close()
     for key, value in saved.items():  # the SDK writes these process-wide
         if value is None:

@@ -23,16 +23,14 @@ from acl.errors import ConfigurationError
 from acl.model import Acl
 from service.api.cli.main import main
 from service.api.cli.serve import report_generator
-from service.api.graphql.schema import GraphQLServices
 from service.api.grpc.server import services_for, start_grpc
 from service.api.grpc.stubs import Stubs, load
-from service.api.http import start_http
 from service.bootstrap import App, build_app
 from service.config import GeneratorConfig
 from service.observability.metrics import Metrics
 from tests.env import clear_docqa_env
 from tests.fakes_service import FakeEmbedder
-from tests.integration.server_world import DOCUMENTS, QUESTION, STORE, build_world, settings_for, token
+from tests.integration.server_world import DOCUMENTS, QUESTION, STORE, build_world, on_servers, settings_for, token
 from tests.integration.watsonx_standin import StandIn, make_certificate
 
 MODEL, USER, API_KEY = "ibm/granite-3-8b-instruct", "svc-docqa", "wx-api-key-51c0e7"
@@ -92,16 +90,14 @@ def serving(data_dir: Path, config: dict[str, Any]) -> Iterator[tuple[App, grpc.
     app = build_app(settings, embedder_factory=lambda _: FakeEmbedder())
     for document_id, (text, allow) in DOCUMENTS.items():
         app.ingestor(STORE).upsert_bytes(document_id, text.encode(), "text/plain", acl=Acl.of(allow))
-    services = services_for(app, Metrics())
-    grpc_server = start_grpc(services, "127.0.0.1", 0)
-    http = start_http(GraphQLServices(app, services.authenticator, services.queries, services.metrics), "127.0.0.1", 0)
-    channel = grpc.insecure_channel(f"127.0.0.1:{grpc_server.port}")
     try:
-        yield app, channel, f"http://127.0.0.1:{http.port}"
+        with on_servers(app) as served:
+            channel = grpc.insecure_channel(served.channel_target)
+            try:
+                yield app, channel, f"http://127.0.0.1:{served.http.port}"
+            finally:
+                channel.close()
     finally:
-        channel.close()
-        http.stop()
-        grpc_server.stop(0)
         app.close()
 
 

@@ -20,12 +20,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from service.api.graphql.schema import GraphQLServices
-from service.api.grpc.server import services_for, start_grpc
 from service.api.grpc.stubs import Stubs, load
-from service.api.http import start_http
-from service.observability.metrics import Metrics
-from tests.integration.server_world import QUESTION, STORE, SlowGenerator, build_world
+from tests.integration.server_world import QUESTION, STORE, SlowGenerator, build_world, on_servers
 
 ISS, AUD = "https://login.idp.test/", "docqa"
 IDP_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -58,14 +54,10 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[grpc.Cha
         audience=AUD,
         allow_unauthenticated=True,
     )
-    services = services_for(app, Metrics())
-    grpc_server = start_grpc(services, "127.0.0.1", 0)
-    http = start_http(GraphQLServices(app, services.authenticator, services.queries, services.metrics), "127.0.0.1", 0)
-    channel = grpc.insecure_channel(f"127.0.0.1:{grpc_server.port}")
-    yield channel, f"http://127.0.0.1:{http.port}/graphql"
-    channel.close()
-    http.stop()
-    grpc_server.stop(0)
+    with on_servers(app) as served:
+        channel = grpc.insecure_channel(served.channel_target)
+        yield channel, served.graphql_url
+        channel.close()
     app.close()
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from acl.errors import IndexUnavailable
+from acl.errors import IndexUnavailable, InvalidArgument
 from acl.model import Acl
 from indexer.index.filters import Filter
 
@@ -109,6 +109,19 @@ class Index(ABC):
     def exact(self, store_id: str, vector: Vector, k: int, filter: Filter) -> list[SearchHit]:
         """Exact nearest neighbours among chunks matching ``filter``."""
 
+    def best_per_document(self, store_id: str, vector: Vector, documents: int, filter: Filter) -> list[SearchHit]:
+        """The best chunk (exact score) of each document with a chunk matching ``filter``, best document first,
+        at most ``documents`` of them (ties by chunk id).
+
+        The default ranks every matching chunk; an adapter with a server overrides it with one bounded request.
+        """
+        if isinstance(documents, bool) or not isinstance(documents, int) or documents < 1:
+            raise InvalidArgument(f"documents must be a positive integer, got {documents!r}")
+        best: dict[str, SearchHit] = {}
+        for hit in self.exact(store_id, vector, max(self.count(store_id, filter), 1), filter):
+            best.setdefault(hit.chunk.document_id, hit)
+        return list(best.values())[:documents]
+
     @abstractmethod
     def count(self, store_id: str, filter: Filter | None = None) -> int:
         """Number of chunks matching ``filter`` (all chunks when ``None``)."""
@@ -121,6 +134,13 @@ class Index(ABC):
         """Raise ``IndexUnavailable`` if the index cannot serve queries right now (one quick attempt, no retries).
 
         For readiness probes. The default, for an index that lives in this process, does nothing.
+        """
+
+    def refresh(self, store_id: str) -> None:  # noqa: B027 - optional hook
+        """Make every write so far visible to searches now (the indexer calls it once at the end of a run).
+
+        Writes become visible on their own shortly after (OpenSearch refreshes every second); the
+        default, for an index that lives in this process, does nothing.
         """
 
     def close(self) -> None:  # noqa: B027 - optional hook

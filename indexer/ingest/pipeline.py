@@ -263,6 +263,8 @@ class Ingestor:
                 acl = manifest.acl_for(document_id)
                 if previous.acl != acl:
                     self.set_acl(document_id, acl)
+        # One refresh for the run (writes do not force one each): a segment per run, not per document.
+        self._index.refresh(self._store_id)
         return report
 
     def _forget_folder(self, root: Path) -> IndexReport | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from acl.errors import InvalidArgument
-from indexer.index import SearchHit, acl_filter, and_, documents_filter
+from indexer.index import acl_filter, and_, documents_filter
 from service.domain.limits import WHOLE_DOCUMENTS, Limits
 from service.query.context import QueryContext, Scope
 from service.query.retrieval import Retrieval
@@ -23,15 +23,14 @@ def multi_document_scope(
     if k != WHOLE_DOCUMENTS:
         hits = retrieval.search(ctx, threshold, k, lambda n: retrieval.index.exact(store_id, vector, n, restrict))
         return Scope(hits, threshold, effective, one_document=one)
-    # Whole documents: rank each by its best chunk, send the full text.
-    total = retrieval.index.count(store_id, restrict)
-    hits = retrieval.search(ctx, None, max(total, 1), lambda n: retrieval.index.exact(store_id, vector, n, restrict))
-    best: dict[str, SearchHit] = {}
-    for hit in hits:
-        best.setdefault(hit.chunk.document_id, hit)
+    # Whole documents: rank each by its best chunk (one bounded request), send the full text.
+    documents = len(set(document_ids))
+    best = retrieval.search(
+        ctx, None, documents, lambda n: retrieval.index.best_per_document(store_id, vector, n, restrict)
+    )
     ranked = [
         retrieval.whole_document(ctx.store, h.chunk.document_id, h.score)
-        for h in best.values()
+        for h in best
         if threshold is None or h.score >= threshold
     ]
     if not retrieval.fits(ctx.store, [h.chunk.text for h in ranked]):

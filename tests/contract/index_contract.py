@@ -410,6 +410,33 @@ class IndexContract:
         top = store.exact(STORE, unit(same), 2, acl_filter(["group:everyone"]))
         assert [h.chunk.chunk_id for h in top] == ["a#0", "b#0"]
 
+    def test_best_chunk_per_document_ranks_documents_by_their_best_chunk(self, store: Index) -> None:
+        vectors = random_vectors(40, seed=21)
+        store.upsert(
+            STORE,
+            [chunk(f"d{i // 4}", i % 4, v, allow=(f"group:g{(i // 4) % 2}",)) for i, v in enumerate(vectors)],
+        )
+        query = random_vectors(1, seed=22)[0]
+        readable = acl_filter(["group:g0"])
+        best = store.best_per_document(STORE, query, 10, readable)
+        expected: dict[str, tuple[float, str]] = {}
+        for hit in store.exact(STORE, query, 40, readable):
+            expected.setdefault(hit.chunk.document_id, (hit.score, hit.chunk.chunk_id))
+        assert [(h.chunk.document_id, h.chunk.chunk_id) for h in best] == [
+            (d, chunk_id) for d, (_, chunk_id) in expected.items()
+        ]
+        assert [h.score for h in best] == pytest.approx([score for score, _ in expected.values()], abs=1e-5)
+        assert len(store.best_per_document(STORE, query, 2, readable)) == 2
+        only = and_(readable, documents_filter(["d0", "d1", "d2"]))
+        assert {h.chunk.document_id for h in store.best_per_document(STORE, query, 10, only)} == {"d0", "d2"}
+        with pytest.raises(InvalidArgument):
+            store.best_per_document(STORE, query, 0, readable)
+
+    def test_refresh_keeps_what_was_written(self, store: Index) -> None:
+        store.upsert(STORE, [chunk("a", 0, np.ones(DIM))])
+        store.refresh(STORE)
+        assert store.count(STORE) == 1
+
     def test_fewer_matches_than_k_returns_all_matches(self, acl_store: Index) -> None:
         hits = acl_store.knn(STORE, unit(np.ones(DIM)), 10, documents_filter(["a", "c"]))
         assert len(hits) == 4

@@ -1,12 +1,14 @@
 """The OpenSearch adapter over real HTTP, against osmem-server (an in-memory OpenSearch-compatible server).
 
-osmem speaks the OpenSearch REST API for index creation and mappings, bulk,
-count, search with ``term``/``terms``/``bool`` filters, sort and
-``search_after``, ``_delete_by_query`` and index deletion. It refuses the
-``knn`` query, ``knn_score`` scripts and scripted ``_update_by_query``, so
-those are covered by the request-schema unit tests and by the contract suite
-against a real OpenSearch (``tests/contract/test_index_contract_opensearch.py``);
-here a refusal is shown to surface as ``IndexUnavailable``.
+osmem speaks the OpenSearch REST API for index creation with aliases and
+mappings, bulk (index, delete, partial update), realtime ``_mget``, count,
+search with ``term``/``terms``/``bool`` filters, sort and ``search_after``,
+``_delete_by_query`` and index deletion. It refuses the ``knn`` query and
+Painless scripts, so searches are covered by the k-NN fake
+(``tests/fakes``, ``tests/integration/test_opensearch_knn_fake.py``), the
+request-schema unit tests and the contract suite against a real OpenSearch
+(``tests/contract/test_index_contract_opensearch.py``); here a refusal is
+shown to surface as ``IndexUnavailable``.
 
 Every test gets its own osmem clone (an empty cluster on its own loopback
 port), closed at teardown; the server listens on 127.0.0.1 on a free port.
@@ -36,6 +38,7 @@ from acl.errors import IndexUnavailable, InvalidArgument, NotFound
 from acl.model import Acl
 from indexer.index.filters import acl_filter, documents_filter
 from indexer.index.opensearch.index import ChunksRejected, OpenSearchIndex, OpenSearchOptions, connect
+from indexer.index.opensearch.mapping import IndexFacts
 from indexer.index.port import StoreSpec
 from tests.contract.index_contract import ACL_DOCS, DIM, FILTER_CASES, chunk, random_vectors
 
@@ -92,7 +95,10 @@ def raw(index: OpenSearchIndex) -> Any:
 
 def test_ensure_creates_the_index_with_its_mapping_once(index: OpenSearchIndex) -> None:
     name = index.index_name(STORE)
-    stored = raw(index).indices.get(index=name)[name]
+    (concrete,) = raw(index).indices.get(index=name)
+    assert concrete == f"{name}.v2"  # the store's name is an alias of the concrete index
+    stored = raw(index).indices.get(index=name)[concrete]
+    assert name in stored["aliases"]
     vector = stored["mappings"]["properties"]["embedding"]
     assert (vector["type"], vector["dimension"]) == ("knn_vector", DIM)
     assert vector["method"]["space_type"] == "cosinesimil" and vector["method"]["engine"] == "lucene"
@@ -137,7 +143,7 @@ def test_bulk_upsert_in_batches_replaces_each_document(index: OpenSearchIndex) -
     assert stored["_id"] == f"{document}#4" and stored["_source"]["document_id"] == document
     assert len(stored["_source"]["embedding"]) == DIM
     index.upsert(STORE, [chunk(document, i, vectors[i], text="new") for i in range(2)])
-    assert index.count(STORE) == 4  # the document's 5 stale chunks went with _delete_by_query
+    assert index.count(STORE) == 4  # the document's 5 stale chunks were deleted by _id in the same bulk
     assert index.count(STORE, documents_filter([document])) == 2
     index.upsert(STORE, [chunk(document, i, vectors[i], text="new") for i in range(2)])  # idempotent
     assert index.count(STORE) == 4
@@ -196,7 +202,7 @@ def test_terms_filters_count_what_the_contract_expects(acl_index: OpenSearchInde
     assert acl_index.count(STORE) == 10
 
 
-def test_delete_document_uses_delete_by_query(acl_index: OpenSearchIndex) -> None:
+def test_delete_document_deletes_its_chunks(acl_index: OpenSearchIndex) -> None:
     acl_index.delete_document(STORE, "a")
     acl_index.delete_document(STORE, "never-there")
     assert acl_index.count(STORE) == 8 and acl_index.count(STORE, documents_filter(["a"])) == 0
@@ -206,12 +212,13 @@ def test_what_osmem_refuses_surfaces_as_index_unavailable(acl_index: OpenSearchI
     vector = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
     with pytest.raises(IndexUnavailable, match=r"knn search .*unsupported_operation_exception"):
         acl_index.knn(STORE, vector, 3, acl_filter(["group:x"]))
-    with pytest.raises(IndexUnavailable, match=r"exact search .*unsupported_operation_exception"):
+    with pytest.raises(IndexUnavailable, match=r"exact search .*HTTP 400 search_phase_execution_exception"):
         acl_index.exact(STORE, vector, 3, acl_filter(["group:x"]))
-    # osmem has no scripted _update_by_query: the ACL change is refused, and the chunks are untouched.
-    with pytest.raises(IndexUnavailable, match=r"change an ACL .*unsupported_operation_exception"):
-        acl_index.set_document_acl(STORE, "a", Acl.of(["user:carol"]))
-    assert acl_index.count(STORE, acl_filter(["group:x"])) == 4  # a and b, as before
+
+    # An ACL change is a partial update of each chunk by _id: no script, no by-query.
+    acl_index.set_document_acl(STORE, "a", Acl.of(["user:carol"]))
+    assert acl_index.count(STORE, acl_filter(["group:x"])) == 2  # b only now
+    assert acl_index.count(STORE, acl_filter(["user:carol"])) == 2
 
 
 # -- failures over real HTTP ---------------------------------------------------------------------------
@@ -284,7 +291,7 @@ def flaky() -> Iterator[type[_Flaky]]:
 
 def test_429_and_503_are_retried_then_unavailable(flaky: Any) -> None:
     index = adapter(flaky.url, max_retries=3, backoff_s=0.01)
-    index._remember(STORE, DIM)  # the stand-in only counts
+    index._remember(STORE, IndexFacts.parse("docqa-contract", {}))  # the stand-in only counts
     flaky.faults = [429, 503]
     assert index.count(STORE) == 42 and len(flaky.seen) == 3
     flaky.faults, flaky.seen = [429] * 10, []

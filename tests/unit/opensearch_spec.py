@@ -392,6 +392,8 @@ class FakeWire:
         self.by_query: dict[str, Any] = {}
         self.faults: list[int | str] = []
         self.plugins: list[dict[str, str]] = [{"name": "node-1", "component": "opensearch-knn", "version": "3.1.0.0"}]
+        #: ``_id`` -> ``chunk_count`` of every chunk a bulk wrote and did not delete (what ``_mget`` finds).
+        self.stored: dict[str, int] = {}
 
     def client(self) -> Any:
         from opensearchpy import OpenSearch
@@ -485,14 +487,15 @@ class FakeWire:
         name = segments[0]
         if segments[-1] == "_bulk":
             return 200, self._bulk(request.body or [])
+        aliases = {alias: concrete for concrete, entry in self.indices.items() for alias in entry["aliases"]}
         if len(segments) == 1:
             if method == "PUT":
-                if name in self.indices:
+                if name in self.indices or name in aliases:
                     error = {"type": "resource_already_exists_exception", "reason": f"index [{name}] already exists"}
                     return 400, {"error": {**error, "root_cause": [error]}, "status": 400}
                 body = request.body or {}
                 self.indices[name] = {
-                    "aliases": {},
+                    "aliases": {alias: {} for alias in body.get("aliases", {})},
                     "mappings": body.get("mappings", {}),
                     "settings": {
                         "index": {
@@ -502,12 +505,17 @@ class FakeWire:
                     },
                 }
                 return 200, {"acknowledged": True, "shards_acknowledged": True, "index": name}
-            if name not in self.indices:
+            if method == "DELETE" and name in aliases:
+                error = {"type": "illegal_argument_exception", "reason": "The provided expression matches an alias"}
+                return 400, {"error": {**error, "root_cause": [error]}, "status": 400}
+            concrete = aliases.get(name, name)
+            if concrete not in self.indices:
                 return self._missing(name)
             if method == "DELETE":
-                del self.indices[name]
+                del self.indices[concrete]
                 return 200, {"acknowledged": True}
-            return 200, {name: self.indices[name]}
+            return 200, {concrete: self.indices[concrete]}
+        name = aliases.get(name, name)
         if name not in self.indices:
             return self._missing(name)
         action = segments[1]
@@ -515,6 +523,19 @@ class FakeWire:
             return 200, self._search(request.body or {})
         if action == "_count":
             return 200, {"count": self.count, "_shards": _SHARDS}
+        if action == "_refresh":
+            return 200, {"_shards": _SHARDS}
+        if action == "_mget":
+            docs = []
+            for doc in (request.body or {}).get("docs", []):
+                found = doc["_id"] in self.stored
+                entry: dict[str, Any] = {"_index": name, "_id": doc["_id"], "found": found}
+                if found:
+                    entry.update(
+                        _version=1, _seq_no=0, _primary_term=1, _source={"chunk_count": self.stored[doc["_id"]]}
+                    )
+                docs.append(entry)
+            return 200, {"docs": docs}
         if action in ("_delete_by_query", "_update_by_query"):
             answer: dict[str, Any] = {
                 "took": 1,
@@ -555,8 +576,14 @@ class FakeWire:
 
     def _bulk(self, lines: list[Any]) -> dict[str, Any]:
         items = []
-        for action in lines[0::2]:
-            ((op, meta),) = action.items()
+        pairs: list[tuple[str, dict[str, Any], Any]] = []
+        position = 0
+        while position < len(lines):
+            ((op, meta),) = lines[position].items()
+            source = None if op == "delete" else lines[position + 1]
+            pairs.append((op, meta, source))
+            position += 1 if op == "delete" else 2
+        for op, meta, source in pairs:
             if self.busy.get(meta["_id"], 0) > 0:
                 self.busy[meta["_id"]] -= 1
                 error = {"type": "es_rejected_execution_exception", "reason": "rejected execution"}
@@ -564,14 +591,20 @@ class FakeWire:
             elif meta["_id"] in self.reject:
                 error = {"type": self.reject[meta["_id"]], "reason": "failed to parse field [text]: 'secret words'"}
                 items.append({op: {"_index": meta["_index"], "_id": meta["_id"], "status": 400, "error": error}})
+            elif op == "delete" and meta["_id"] not in self.stored:
+                items.append({op: {"_index": meta["_index"], "_id": meta["_id"], "result": "not_found", "status": 404}})
             else:
+                if op == "delete":
+                    del self.stored[meta["_id"]]
+                elif op == "index":
+                    self.stored[meta["_id"]] = source["chunk_count"]
                 items.append(
                     {
                         op: {
                             "_index": meta["_index"],
                             "_id": meta["_id"],
                             "_version": 1,
-                            "result": "created",
+                            "result": {"delete": "deleted", "update": "updated"}.get(op, "created"),
                             "_shards": {"total": 1, "successful": 1, "failed": 0},
                             "_seq_no": 0,
                             "_primary_term": 1,

@@ -24,16 +24,17 @@ from indexer.index.opensearch.filters import to_query
 from indexer.index.opensearch.index import ChunksRejected, OpenSearchIndex, OpenSearchOptions
 from indexer.index.opensearch.mapping import FIELDS, VECTOR_FIELD, HnswSettings, index_body
 from indexer.index.opensearch.requests import (
-    KNN_SCRIPT,
+    EXACT_SCRIPT,
+    acl_actions,
+    best_per_document_body,
     bulk_actions,
     count_body,
+    delete_actions,
     delete_document_body,
-    delete_documents_body,
-    delete_stale_body,
     document_id_of_chunk,
     exact_body,
+    heads_body,
     knn_body,
-    set_acl_body,
 )
 from indexer.index.port import StoreSpec
 from tests.contract.index_contract import FILTER_CASES, chunk, random_vectors, unit
@@ -43,7 +44,7 @@ DIM = 8
 SEARCH = spec.request_body("_core", "search")
 COUNT = spec.request_body("_core", "count")
 DELETE_BY_QUERY = spec.request_body("_core", "delete_by_query")
-UPDATE_BY_QUERY = spec.request_body("_core", "update_by_query")
+MGET = spec.request_body("_core", "mget")
 CREATE_INDEX = spec.request_body("indices", "indices.create")
 BULK = spec.request_body("_core", "bulk", "application/x-ndjson")
 BULK_ACTION = spec.component("_core.bulk", "OperationContainer")
@@ -74,8 +75,11 @@ def vector() -> np.ndarray:
 
 @pytest.mark.parametrize("engine", ["faiss", "lucene"])
 def test_index_creation_body_matches_the_spec(engine: Any) -> None:
-    body = index_body("acme", 384, HnswSettings(engine=engine, m=24, ef_construction=256, ef_search=120))
+    body = index_body(
+        "acme", 384, HnswSettings(engine=engine, m=24, ef_construction=256, ef_search=120), alias="docqa-acme"
+    )
     CREATE_INDEX.check(body)
+    assert body["aliases"] == {"docqa-acme": {"is_write_index": True}}  # created with its alias, in one step
     vector_field = body["mappings"]["properties"][VECTOR_FIELD]
     assert vector_field["dimension"] == 384
     assert vector_field["method"] == {
@@ -114,22 +118,49 @@ def test_exact_script_score_query_matches_the_spec(filter_: Any) -> None:
     SEARCH.check(body)
     SEARCH.check(exact_body(vector(), 5, to_query(filter_), search_after=[1.5, "a#0"]))
     script = body["query"]["script_score"]["script"]
-    # The spec leaves script params free-form, so their names are pinned to the k-NN plugin's here.
-    assert {k: script[k] for k in ("source", "lang")} == KNN_SCRIPT == {"source": "knn_score", "lang": "knn"}
-    assert set(script["params"]) == {"field", "query_value", "space_type"}
-    assert script["params"]["space_type"] == "cosinesimil" and script["params"]["field"] == VECTOR_FIELD
+    # The spec leaves script params free-form, so the script is pinned here: the k-NN plugin's Painless
+    # cosine, the same scale on every version (never the knn_score script, whose scale changed in 2.19).
+    assert {k: script[k] for k in ("source", "lang")} == EXACT_SCRIPT
+    assert EXACT_SCRIPT == {
+        "source": "1.0 + cosineSimilarity(params.query_value, doc[params.field])",
+        "lang": "painless",
+    }
+    assert script["params"]["field"] == VECTOR_FIELD and set(script["params"]) == {"field", "query_value"}
     assert body["query"]["script_score"]["query"] == {"bool": {"filter": [to_query(filter_)]}}
 
 
-def test_count_delete_and_update_by_query_bodies_match_the_spec() -> None:
+@pytest.mark.parametrize("filter_", FILTERS, ids=range(len(FILTERS)))
+def test_best_chunk_per_document_is_one_collapsed_exact_search(filter_: Any) -> None:
+    body = best_per_document_body(vector(), 40, to_query(filter_))
+    SEARCH.check(body)
+    assert body["collapse"] == {"field": "document_id"} and body["size"] == 40
+    assert body["query"] == exact_body(vector(), 40, to_query(filter_))["query"]
+
+
+def test_vectors_travel_as_float32_text() -> None:
+    import json
+
+    v = unit(np.random.default_rng(1).normal(size=384).astype(np.float32))
+    body = knn_body(v, 5, None, ef_search=100)
+    sent = body["query"]["knn"][VECTOR_FIELD]["vector"]
+    assert np.array_equal(np.asarray(sent, dtype=np.float32), v)  # exactly the float32 vector back
+    as_doubles = json.dumps([float(x) for x in v])
+    assert len(json.dumps(sent)) < 0.7 * len(as_doubles)
+
+
+def test_count_mget_and_delete_by_query_bodies_match_the_spec() -> None:
     COUNT.check(count_body(to_query(acl_filter(["group:x"]))))
     COUNT.check(count_body(to_query(None)))
     DELETE_BY_QUERY.check(delete_document_body("handbook/vacation.md"))
-    DELETE_BY_QUERY.check(delete_documents_body(["a.md", "b.md"]))
-    DELETE_BY_QUERY.check(delete_stale_body(["a.md"], ["a.md#0", "a.md#1"]))
-    body = set_acl_body("a.md", Acl.of(["group:x", "user:bob"], ["user:eve"]))
-    UPDATE_BY_QUERY.check(body)
-    assert body["script"]["params"] == {"allow": ["group:x", "user:bob"], "deny": ["user:eve"]}
+    MGET.check(heads_body(["a.md#0", "b.md#0"]))
+    for action in [
+        *delete_actions("docqa-acme", ["a.md#3"]),
+        *acl_actions("docqa-acme", ["a.md#0"], Acl.of(["user:x"])),
+    ]:
+        meta, _source = expand_action(action)
+        BULK_ACTION.check(meta)
+    (update,) = acl_actions("docqa-acme", ["a.md#0"], Acl.of(["group:x", "user:bob"], ["user:eve"]))
+    assert update["doc"] == {"acl_allow": ["group:x", "user:bob"], "acl_deny": ["user:eve"]}
 
 
 def test_bulk_lines_match_the_spec_and_the_mapping() -> None:
@@ -137,16 +168,20 @@ def test_bulk_lines_match_the_spec_and_the_mapping() -> None:
         chunk("handbook/a b#c.md", i, v, allow=("group:x",), deny=("user:e",))
         for i, v in enumerate(random_vectors(3, 1))
     ]
-    actions = bulk_actions("docqa-acme", "acme", chunks, [c.vector for c in chunks])
+    counts = {"handbook/a b#c.md": 3}
+    actions = bulk_actions("docqa-acme", "acme", chunks, [c.vector for c in chunks], counts, ["handbook/a b#c.md#3"])
     lines: list[Any] = []
-    for action in actions:
+    for action in actions[:3]:
         meta, source = expand_action(action)  # exactly what the bulk helper sends
         BULK_ACTION.check(meta)
         lines += [meta, source]
         assert meta == {"index": {"_index": "docqa-acme", "_id": source["chunk_id"]}}  # deterministic _id
-        mapping = index_body("acme", DIM, HnswSettings())["mappings"]["properties"]
+        mapping = index_body("acme", DIM, HnswSettings(), alias="docqa-acme")["mappings"]["properties"]
         assert set(source) == set(mapping) == {VECTOR_FIELD, *FIELDS}  # strict mapping: no stray field
-        assert len(source[VECTOR_FIELD]) == 16
+        assert len(source[VECTOR_FIELD]) == 16 and source["chunk_count"] == 3
+    meta, _ = expand_action(actions[3])  # the stale chunk goes in the same bulk, by _id
+    assert meta == {"delete": {"_index": "docqa-acme", "_id": "handbook/a b#c.md#3"}}
+    lines.append(meta)
     BULK.check(lines)
 
 
@@ -187,14 +222,16 @@ def test_filters_instead_of_filter_in_the_knn_query_fails() -> None:
         (COUNT, count_body(to_query(NOT_IN)), ["query", "bool", "must_not"], "mustnot"),
         (COUNT, count_body(to_query(NOT_IN)), ["query", "bool", "must_not", 0, "terms"], "term_s"),
         (DELETE_BY_QUERY, delete_document_body("a"), ["query", "bool", "filter"], "filters"),
-        (UPDATE_BY_QUERY, set_acl_body("a", Acl.of(["user:x"])), ["script"], "scrpit"),
+        (MGET, heads_body(["a#0"]), ["docs"], "doc"),
+        (SEARCH, best_per_document_body(unit(np.ones(DIM)), 3, to_query(None)), ["collapse"], "colapse"),
         (
             CREATE_INDEX,
-            index_body("s", DIM, HnswSettings()),
+            index_body("s", DIM, HnswSettings(), alias="a"),
             ["mappings", "properties", VECTOR_FIELD, "dimension"],
             "dimensions",
         ),
-        (CREATE_INDEX, index_body("s", DIM, HnswSettings()), ["mappings", "dynamic"], "dynamc"),
+        (CREATE_INDEX, index_body("s", DIM, HnswSettings(), alias="a"), ["mappings", "dynamic"], "dynamc"),
+        (CREATE_INDEX, index_body("s", DIM, HnswSettings(), alias="a"), ["aliases"], "alias"),
     ],
 )
 def test_a_misspelt_key_fails_the_spec(
@@ -285,10 +322,13 @@ def test_every_request_the_adapter_sends_matches_the_spec(wire: spec.FakeWire, e
     wire.reject = {}
     index.delete_document("acme", "b.md")
     index.set_document_acl("acme", "a.md", Acl.of(["user:carol"], ["group:x"]))
+    index.delete_document("acme", "never-written.md")  # no first chunk: a sweep of what is searchable
     for filter_ in FILTERS:
         index.exact("acme", vectors[0], 4, filter_)  # type: ignore[arg-type]
         index.knn("acme", vectors[0], 4, filter_)  # type: ignore[arg-type]
+        index.best_per_document("acme", vectors[0], 4, filter_ or acl_filter(["group:x"]))
         index.count("acme", filter_)
+    index.refresh("acme")
     index.server()
     index.check_store("acme")
     index.drop("acme")
@@ -297,14 +337,18 @@ def test_every_request_the_adapter_sends_matches_the_spec(wire: spec.FakeWire, e
         "indices.create",
         "indices.get",
         "indices.delete",
+        "indices.refresh",
         "bulk",
+        "mget",
         "delete_by_query",
-        "update_by_query",
         "search",
         "count",
         "info",
         "cat.plugins",
     }
+    assert "update_by_query" not in groups  # ACL changes are partial updates by _id (unrefreshed chunks too)
+    deleted = [r for r in wire.requests if r.method == "DELETE"]
+    assert [r.path for r in deleted] == ["/docqa-acme.v2"]  # the concrete index: never through the alias
 
 
 def test_bulk_goes_out_in_batches_with_the_configured_refresh(wire: spec.FakeWire) -> None:
@@ -314,11 +358,43 @@ def test_bulk_goes_out_in_batches_with_the_configured_refresh(wire: spec.FakeWir
     index.upsert("acme", [chunk("a.md", i, unit(vectors[i][:DIM])) for i in range(5)])
     bulks = [r for r in wire.requests if r.operation.group == "bulk"]
     assert [len(r.body) // 2 for r in bulks] == [2, 2, 1]
-    assert all(r.params.get("refresh") == "wait_for" for r in bulks)
-    (stale,) = [r for r in wire.requests if r.operation.group == "delete_by_query"]
-    assert stale.body == delete_stale_body(["a.md"], [f"a.md#{i}" for i in range(5)])
-    assert stale.params == {"refresh": "true", "conflicts": "proceed"}
+    assert all(r.params.get("refresh") == "wait_for" and r.params.get("require_alias") == "true" for r in bulks)
     _check_sent(wire)
+
+
+def test_the_ingest_path_never_forces_a_refresh_and_deletes_stale_chunks_by_id(wire: spec.FakeWire) -> None:
+    index = OpenSearchIndex(wire.client())  # the defaults: refresh false, 500 actions or 10 MiB a request
+    index.ensure(StoreSpec("acme", DIM))
+    vectors = [unit(v[:DIM]) for v in random_vectors(5, 4)]
+    index.upsert("acme", [chunk("a.md", i, vectors[i]) for i in range(5)])
+    wire.requests.clear()
+    index.upsert("acme", [chunk("a.md", i, vectors[i]) for i in range(2)])
+    assert [r.operation.group for r in wire.requests] == ["mget", "bulk"]  # one read, one write: no by-query
+    mget, bulk = wire.requests
+    assert mget.params.get("realtime") == "true"  # sees chunks written since the last refresh
+    metas = [line for line in bulk.body if set(line) <= {"index", "delete"} and "_index" in next(iter(line.values()))]
+    assert [(op, meta["_id"]) for line in metas for op, meta in line.items()] == [
+        ("index", "a.md#0"),
+        ("index", "a.md#1"),
+        ("delete", "a.md#2"),
+        ("delete", "a.md#3"),
+        ("delete", "a.md#4"),
+    ]
+    assert bulk.params.get("refresh") == "false" and bulk.params.get("require_alias") == "true"
+    assert all(r.params.get("refresh") != "true" for r in wire.requests)
+    _check_sent(wire)
+
+
+def test_bulk_requests_are_bounded_by_bytes(wire: spec.FakeWire) -> None:
+    index = OpenSearchIndex(wire.client(), OpenSearchOptions(bulk_batch=500, bulk_max_bytes=4_000))
+    index.ensure(StoreSpec("acme", DIM))
+    vectors = [unit(v[:DIM]) for v in random_vectors(40, 4)]
+    index.upsert("acme", [chunk(f"d{i}.md", 0, vectors[i], text="x" * 300) for i in range(40)])
+    bulks = [r for r in wire.requests if r.operation.group == "bulk"]
+    assert len(bulks) > 3
+    import json
+
+    assert all(sum(len(json.dumps(line)) + 1 for line in r.body) <= 4_000 for r in bulks)
 
 
 # -- configuration decides the adapter ----------------------------------------------------------------

@@ -21,7 +21,7 @@ from acl.model import Acl
 from indexer.index.filters import acl_filter, documents_filter
 from indexer.index.opensearch.index import ChunksRejected, OpenSearchIndex, OpenSearchOptions
 from indexer.index.opensearch.mapping import HnswSettings, IndexFacts, index_body, index_name, mapping_problems
-from indexer.index.opensearch.requests import chunk_source, delete_documents_body, delete_stale_body
+from indexer.index.opensearch.requests import chunk_source
 from indexer.index.opensearch.responses import (
     cosine_from_knn_score,
     cosine_from_script_score,
@@ -69,7 +69,7 @@ def vectors(count: int, seed: int = 1) -> list[np.ndarray]:
 
 
 def hit(record: ChunkRecord, score: float, index: str = "docqa-acme") -> dict[str, Any]:
-    source = chunk_source(STORE, record, np.ones(DIM))
+    source = chunk_source(STORE, record, np.ones(DIM), record.ordinal + 1)
     del source["embedding"]  # searches exclude it
     return {"_index": index, "_id": record.chunk_id, "_score": score, "_source": source}
 
@@ -112,9 +112,9 @@ def test_the_adapter_answers_a_story_response(
     index = adapter(wire, sleeps)
     wire.hits = payload["hits"]["hits"]
     wire.count = len(wire.hits)
-    if not wire.hits:  # a filter that matches nothing: no hit, and no exact fallback either
+    if not wire.hits:  # a filter that matches nothing: no hit, and nothing else asked
         assert index.knn(STORE, vectors(1)[0], 1, acl_filter(["group:x"])) == []
-        assert [r.operation.group for r in wire.requests] == ["search", "count"]
+        assert [r.operation.group for r in wire.requests] == ["search"]
         return
     # Hits of another application's index are refused plainly, not with a KeyError.
     with pytest.raises(IndexUnavailable, match="unexpected OpenSearch response"):
@@ -144,7 +144,7 @@ def test_malformed_responses_are_unavailable_not_key_errors() -> None:
 @pytest.mark.parametrize("cos", np.linspace(-1.0, 1.0, 21).tolist())
 def test_scores_convert_back_to_cosine(cos: float) -> None:
     knn_score = np.float32((1.0 + cos) / 2.0)  # what the knn query returns (float32) in cosinesimil
-    script_score = np.float32(1.0 + cos)  # what the knn_score script returns in cosinesimil
+    script_score = np.float32(1.0 + cos)  # what 1.0 + cosineSimilarity(...) returns (Painless, every version)
     assert cosine_from_knn_score(float(knn_score)) == pytest.approx(cos, abs=1e-6)
     assert cosine_from_script_score(float(script_score)) == pytest.approx(cos, abs=1e-6)
 
@@ -188,19 +188,37 @@ def test_exact_hits_are_cosine_and_page_with_search_after(wire: spec.FakeWire, s
     assert "search_after" not in searches[0] and searches[1]["search_after"] == [1.7, "d1#0"]
 
 
-def test_knn_falls_back_to_exact_when_it_returns_fewer_than_k_of_more_matches(
-    wire: spec.FakeWire, sleeps: Sleeps
-) -> None:
+def test_knn_is_one_request_even_when_it_returns_fewer_than_k(wire: spec.FakeWire, sleeps: Sleeps) -> None:
+    # The server switches to exact search itself when ANN finds fewer than k of more matches
+    # (KNNWeight.java; shown on the k-NN fake in tests/integration/test_opensearch_knn_fake.py).
     index = adapter(wire, sleeps)
     wire.hits = [hit(chunk("a", 0, vectors(1)[0]), 1.0)]
     wire.count = 3
-    index.knn(STORE, vectors(1)[0], 3, acl_filter(["group:x"]))
-    kinds = [
-        "script_score" if "script_score" in r.body["query"] else "knn"
-        for r in wire.requests
-        if r.operation.group == "search"
-    ]
-    assert kinds == ["knn", "script_score"]
+    assert len(index.knn(STORE, vectors(1)[0], 3, acl_filter(["group:x"]))) == 1
+    assert [r.operation.group for r in wire.requests] == ["search"]
+
+
+def test_whole_documents_rank_by_their_best_chunk_in_one_request(wire: spec.FakeWire, sleeps: Sleeps) -> None:
+    index = adapter(wire, sleeps)
+    wire.hits = [hit(chunk("a", 2, vectors(1)[0]), 1.5), hit(chunk("b", 0, vectors(1)[0]), 1.75)]
+    found = index.best_per_document(STORE, vectors(1)[0], 2, documents_filter(["a", "b"]))
+    assert [(h.chunk.chunk_id, round(h.score, 6)) for h in found] == [("b#0", 0.75), ("a#2", 0.5)]
+    (search,) = wire.requests
+    assert search.body["collapse"] == {"field": "document_id"} and search.body["size"] == 2
+
+
+def test_sizes_past_the_result_window_are_refused_before_any_search(wire: spec.FakeWire, sleeps: Sleeps) -> None:
+    index = adapter(wire, sleeps)
+    concrete = next(iter(wire.indices))
+    wire.indices[concrete]["settings"]["index"]["max_result_window"] = "50"
+    index._known.clear()
+    with pytest.raises(InvalidArgument, match="max_result_window of 50"):
+        index.knn(STORE, vectors(1)[0], 51, None)
+    with pytest.raises(InvalidArgument, match="max_result_window of 50"):
+        index.best_per_document(STORE, vectors(1)[0], 60, documents_filter(["a"]))
+    wire.hits = [hit(chunk(f"d{i}", 0, vectors(1)[0]), 1.5) for i in range(120)]
+    assert len(index.exact(STORE, vectors(1)[0], 120, None)) == 120  # exact pages within the window
+    assert {r.body["size"] for r in wire.requests if r.operation.group == "search"} == {50, 20}
 
 
 @pytest.mark.parametrize("k", [0, -1, 1.5, True])
@@ -225,8 +243,11 @@ def test_a_rejected_chunk_names_its_document_removes_it_and_writes_the_rest(
     assert caught.value.document_ids == ("bad.md",)
     assert "bad.md" in caught.value.message and "mapper_parsing_exception (400)" in caught.value.message
     assert "secret words" not in caught.value.message  # the server's reason may quote document text
-    deletes = [r.body for r in wire.requests if r.operation.group == "delete_by_query"]
-    assert deletes == [delete_stale_body(["good.md"], ["good.md#0"]), delete_documents_body(["bad.md"])]
+    assert not [r for r in wire.requests if r.operation.group == "delete_by_query"]
+    _first, cleanup = [r.body for r in wire.requests if r.operation.group == "bulk"]
+    assert [next(iter(line)) for line in cleanup] == ["delete", "delete"]  # every chunk bad.md had or was to have
+    assert [line["delete"]["_id"] for line in cleanup] == ["bad.md#0", "bad.md#1"]
+    assert wire.stored == {"good.md#0": 1}
 
 
 def test_a_bad_vector_is_refused_before_anything_is_sent(wire: spec.FakeWire, sleeps: Sleeps) -> None:
@@ -251,13 +272,29 @@ def test_chunks_refused_as_busy_are_sent_again_then_reported(wire: spec.FakeWire
         index.upsert(STORE, [chunk("a", i, v[i]) for i in range(3)])
 
 
-def test_an_incomplete_by_query_is_retried_then_unavailable(wire: spec.FakeWire, sleeps: Sleeps) -> None:
+def test_an_incomplete_sweep_is_retried_then_unavailable(wire: spec.FakeWire, sleeps: Sleeps) -> None:
     index = adapter(wire, sleeps, max_retries=2)
     wire.by_query = {"version_conflicts": 2, "failures": [{"cause": {"type": "version_conflict_engine_exception"}}]}
     with pytest.raises(IndexUnavailable, match="version_conflict_engine_exception"):
-        index.set_document_acl(STORE, "a.md", Acl.of(["user:x"]))
-    assert len([r for r in wire.requests if r.operation.group == "update_by_query"]) == 3
+        index.delete_document(STORE, "never-written.md")  # no first chunk: swept by query
+    assert len([r for r in wire.requests if r.operation.group == "delete_by_query"]) == 3
     assert sleeps == [0.5, 1.0]
+
+
+def test_an_acl_change_updates_each_chunk_by_id(wire: spec.FakeWire, sleeps: Sleeps) -> None:
+    index = adapter(wire, sleeps)
+    v = vectors(3)
+    index.upsert(STORE, [chunk("a.md", i, v[i]) for i in range(3)])
+    wire.requests.clear()
+    index.set_document_acl(STORE, "a.md", Acl.of(["user:x"]))
+    index.set_document_acl(STORE, "never-written.md", Acl.of(["user:x"]))  # nothing to change: one read
+    assert [r.operation.group for r in wire.requests] == ["mget", "bulk", "mget"]
+    updates = wire.requests[1].body
+    assert [line["update"]["_id"] for line in updates[0::2]] == ["a.md#0", "a.md#1", "a.md#2"]
+    assert updates[1] == {"doc": {"acl_allow": ["user:x"], "acl_deny": []}}
+    wire.reject = {"a.md#1": "cluster_block_exception"}
+    with pytest.raises(IndexUnavailable, match="cluster_block_exception"):
+        index.set_document_acl(STORE, "a.md", Acl.of(["user:y"]))
 
 
 # -- failures ------------------------------------------------------------------------------------------
@@ -315,29 +352,57 @@ def test_a_missing_index_is_an_unknown_store(wire: spec.FakeWire, sleeps: Sleeps
 
 
 def facts_of(body: dict[str, Any], name: str = "docqa-acme") -> IndexFacts:
-    """What GET /<index> of an index created with ``body`` reads like (settings come back as strings)."""
+    """What GET /<alias> of an index created with ``body`` reads like (settings come back as strings)."""
     settings = {"index": {k: str(v).lower() for k, v in body["settings"]["index"].items()}}
-    return IndexFacts.parse(name, {name: {"aliases": {}, "mappings": body["mappings"], "settings": settings}})
+    entry = {"aliases": {a: {} for a in body.get("aliases", {})}, "mappings": body["mappings"], "settings": settings}
+    return IndexFacts.parse(name, {f"{name}.v2": entry})
 
 
 def test_an_index_created_by_the_adapter_matches_its_configuration() -> None:
     hnsw = HnswSettings(engine="faiss")
-    facts = facts_of(index_body(STORE, 384, hnsw))
+    facts = facts_of(index_body(STORE, 384, hnsw, alias="docqa-acme"))
     assert (facts.dimension, facts.engine, facts.space_type, facts.store_id) == (384, "faiss", "cosinesimil", STORE)
     assert mapping_problems(facts, 384, hnsw) == []
 
 
 def test_an_incompatible_index_is_described() -> None:
-    facts = facts_of(index_body(STORE, 384, HnswSettings(engine="faiss")))
+    facts = facts_of(index_body(STORE, 384, HnswSettings(engine="faiss"), alias="docqa-acme"))
     problems = mapping_problems(facts, 768, HnswSettings(engine="lucene"))
     assert problems == ["vector dimension is 384, expected 768", "engine is 'faiss', expected 'lucene'"]
-    body = index_body(STORE, 384, HnswSettings())
+    body = index_body(STORE, 384, HnswSettings(), alias="docqa-acme")
     body["mappings"]["properties"]["acl_allow"] = {"type": "text"}
     body["settings"]["index"]["knn"] = False
     assert mapping_problems(facts_of(body), 384, HnswSettings()) == [
         "setting index.knn is not true",
         "field 'acl_allow' is 'text', expected 'keyword'",
     ]
+
+
+def test_indices_a_template_or_a_stray_write_changed_are_refused() -> None:
+    body = index_body(STORE, 384, HnswSettings(), alias="docqa-acme")
+    body["mappings"]["_source"] = {"excludes": ["embedding"]}  # an index template that saves disk
+    assert any("k-NN#1694" in p for p in mapping_problems(facts_of(body), 384, HnswSettings()))
+    body = index_body(STORE, 384, HnswSettings(), alias="docqa-acme")
+    body["mappings"]["dynamic"] = "true"
+    assert mapping_problems(facts_of(body), 384, HnswSettings()) == [
+        "mappings.dynamic is 'true', expected 'strict' (an index template?)"
+    ]
+    # An index auto-created by a write answers to the store's name itself: no alias.
+    body = index_body(STORE, 384, HnswSettings(), alias="docqa-acme")
+    settings = {"index": {k: str(v).lower() for k, v in body["settings"]["index"].items()}}
+    plain = IndexFacts.parse(
+        "docqa-acme", {"docqa-acme": {"aliases": {}, "mappings": body["mappings"], "settings": settings}}
+    )
+    assert any("not the alias" in p for p in mapping_problems(plain, 384, HnswSettings()))
+
+
+def test_quantised_and_sharded_indices_are_described() -> None:
+    body = index_body(STORE, 384, HnswSettings(), alias="docqa-acme")
+    body["mappings"]["properties"]["embedding"] |= {"mode": "on_disk", "compression_level": "32x"}
+    body["settings"]["index"]["number_of_shards"] = 3
+    facts = facts_of(body)
+    assert (facts.shards, facts.vector_mode) == (3, "mode on_disk, compression 32x")
+    assert "3 shards" in facts.describe() and "on_disk" in facts.describe()
 
 
 def test_ensure_refuses_an_existing_index_of_another_shape(wire: spec.FakeWire, sleeps: Sleeps) -> None:

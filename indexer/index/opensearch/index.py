@@ -1,19 +1,30 @@
 """The OpenSearch adapter of the index port (production), on ``opensearch-py``.
 
-One index per store (``opensearch_mapping``); request bodies are built in
-``opensearch_requests`` and answers read in ``opensearch_responses``; filters
-are translated in ``opensearch_filters``. This module talks to the server:
+One index per store, reached through an alias (``opensearch.mapping``); request
+bodies are built in ``opensearch.requests`` and answers read in
+``opensearch.responses``; filters are translated in ``opensearch.filters``.
+This module talks to the server:
 
 - ``knn`` runs the ``knn`` query with the filter inside it (efficient
-  filtering); should the server return fewer than ``k`` hits while more chunks
-  match, it falls back to ``exact``.
-- ``exact`` runs ``script_score`` with ``knn_score`` over a ``bool`` filter,
-  paging with ``search_after`` past ``page_size`` hits.
-- Writes: the bulk helper in batches, with per-item results; then the stale
-  chunks of each written document are removed with ``_delete_by_query``. A
-  document any of whose chunks was rejected is removed entirely and named in
-  the error, so the pipeline does not record it and indexes it again next run;
-  the other documents are written.
+  filtering). The server itself switches a segment to exact search when the
+  filter is narrow, and after an approximate search that found fewer than
+  ``k`` (KNNWeight.java), so ``k`` hits come back whenever ``k`` chunks match:
+  there is no client-side fallback.
+- ``exact`` runs ``script_score`` with the Painless cosine over a ``bool``
+  filter, paging with ``search_after`` past ``page_size`` hits;
+  ``best_per_document`` is one such request collapsed on the document id.
+- Writes never ask for a refresh (``refresh: false`` unless configured): the
+  indexer calls ``refresh`` once at the end of a run, and the server refreshes
+  every second anyway. Everything is by ``_id``, because a by-query operation
+  only sees refreshed documents: a document's chunks are ``<id>#0 .. <id>#n-1``
+  and each carries ``chunk_count``; before a write the first chunk is read in
+  real time (``_mget``), and one bulk request writes the new chunks and deletes
+  the stale ones. ACL changes are partial updates of each chunk by ``_id``.
+  Writers of one document in this process take turns (a lock per document).
+  Bulk requests are bounded by count and by bytes, and ``require_alias`` stops
+  a write from auto-creating an index. A document any of whose chunks was
+  rejected is removed entirely and named in the error, so the pipeline does not
+  record it and indexes it again next run; the other documents are written.
 - Failures: connection errors, timeouts, 429 and 5xx are retried a bounded
   number of times with exponential backoff, then raise ``IndexUnavailable``
   (gRPC UNAVAILABLE). Every operation is idempotent (``_id`` = chunk id), so a
@@ -22,9 +33,11 @@ are translated in ``opensearch_filters``. This module talks to the server:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -47,23 +60,34 @@ from acl.errors import ConfigurationError, IndexUnavailable, InvalidArgument, No
 from acl.model import Acl
 from indexer.index.filters import Filter
 from indexer.index.opensearch.filters import to_query
-from indexer.index.opensearch.mapping import HnswSettings, IndexFacts, index_body, index_name, mapping_problems
+from indexer.index.opensearch.mapping import (
+    HnswSettings,
+    IndexFacts,
+    concrete_name,
+    index_body,
+    index_name,
+    mapping_problems,
+)
 from indexer.index.opensearch.requests import (
     Body,
+    acl_actions,
+    best_per_document_body,
     bulk_actions,
+    chunk_ids,
     count_body,
+    delete_actions,
     delete_document_body,
-    delete_documents_body,
-    delete_stale_body,
+    document_id_of_chunk,
     exact_body,
+    heads_body,
     knn_body,
-    set_acl_body,
 )
 from indexer.index.opensearch.responses import (
     BulkFailure,
     ServerFacts,
     bulk_failure,
     by_query_result,
+    chunk_counts,
     chunk_from_source,
     cosine_from_knn_score,
     cosine_from_script_score,
@@ -95,14 +119,23 @@ class OpenSearchOptions:
     #: First backoff; it doubles on each retry, up to ``max_backoff_s``.
     backoff_s: float = 0.5
     max_backoff_s: float = 8.0
-    #: ``wait_for`` (writes visible when the call returns), ``true`` (force a refresh), ``false``.
-    refresh: Refresh = "wait_for"
-    #: Chunks per bulk request.
+    #: Writes: ``false`` (visible at the next refresh: ``refresh()`` or the server's, every second),
+    #: ``wait_for`` (visible when the call returns), ``true`` (force a refresh: a segment per request; tests only).
+    refresh: Refresh = "false"
+    #: Actions per bulk request.
     bulk_batch: int = 500
-    #: Hits per exact-search request (OpenSearch's ``index.max_result_window`` is 10,000).
+    #: Bytes per bulk request (OpenSearch refuses a body over ``http.max_content_length``, 100 MB, with 413).
+    bulk_max_bytes: int = 10 * 1024 * 1024
+    #: Hits per exact-search request (at most the index's ``max_result_window``, 10,000 by default).
     page_size: int = 10_000
     #: Timeout of ``ping`` (readiness), shorter than a query's.
     ping_timeout_s: float = 2.0
+    #: Timeout of one search, count or read.
+    search_timeout_s: float = 10.0
+    #: Timeout of one write (a bulk request, an index creation or deletion, a sweep by query).
+    write_timeout_s: float = 60.0
+    #: Locks that serialise the writers of one document in this process (documents share them by hash).
+    document_locks: int = 64
 
 
 class ChunksRejected(DocumentsRejected):
@@ -171,15 +204,16 @@ class OpenSearchIndex(Index):
         self._client = client
         self._options = options or OpenSearchOptions()
         self._sleep = sleep
-        self._dimensions: dict[str, int] = {}
+        self._known: dict[str, IndexFacts] = {}
         self._lock = threading.Lock()
+        self._document_locks = [threading.Lock() for _ in range(max(1, self._options.document_locks))]
 
     @property
     def options(self) -> OpenSearchOptions:
         return self._options
 
     def index_name(self, store_id: str) -> str:
-        """The OpenSearch index that holds ``store_id``."""
+        """The alias every request for ``store_id`` names."""
         return index_name(self._options.index_prefix, validate_store_id(store_id))
 
     # -- stores ---------------------------------------------------------------
@@ -190,37 +224,53 @@ class OpenSearchIndex(Index):
             raise InvalidArgument(f"store dimension must be a positive integer, got {store.dimension!r}")
         hnsw = self._options.hnsw
         facts = self._facts_or_none(store.store_id)
+        created = False
         if facts is None:
-            body = index_body(store.store_id, store.dimension, hnsw)
+            concrete = concrete_name(name)
+            body = index_body(store.store_id, store.dimension, hnsw, alias=name)
 
             def create() -> bool:
                 try:
-                    self._client.indices.create(index=name, body=body)
+                    self._client.indices.create(
+                        index=concrete, body=body, request_timeout=self._options.write_timeout_s
+                    )
                 except RequestError as exc:
                     if exc.error == "resource_already_exists_exception":
                         return False  # created meanwhile (another process, or our own timed-out attempt)
                     raise
                 return True
 
-            if self._call(f"create index {name}", create):
-                log.info("created OpenSearch index %s (dimension %d, %s)", name, store.dimension, hnsw.engine)
-                self._remember(store.store_id, store.dimension)
-                return
+            created = self._call(f"create index {concrete}", create)
+            # Read it back: an index template may have changed what was asked for.
             facts = self._facts(store.store_id)
         problems = mapping_problems(facts, store.dimension, hnsw)
         if problems:
+            if created:
+                # Empty and unusable: leave nothing behind, so the next try after a template fix works.
+                self._delete_concrete(facts, store.store_id)
             raise InvalidArgument(
                 f"OpenSearch index {name!r} of store {store.store_id!r} cannot be used: "
                 + "; ".join(problems)
                 + ". Drop the store and index it again, or choose another index_prefix"
             )
-        self._remember(store.store_id, store.dimension)
+        if created:
+            log.info("created OpenSearch index %s (dimension %d, %s)", facts.concrete, store.dimension, hnsw.engine)
+        self._remember(store.store_id, facts)
 
     def drop(self, store_id: str) -> None:
-        name = self.index_name(store_id)
-        self._call(f"delete index {name}", lambda: self._client.indices.delete(index=name), store_id)
+        # OpenSearch deletes concrete indices only, never through an alias: find it first.
+        self._delete_concrete(self._facts(store_id), store_id)
         with self._lock:
-            self._dimensions.pop(store_id, None)
+            self._known.pop(store_id, None)
+
+    def _delete_concrete(self, facts: IndexFacts, store_id: str) -> None:
+        concrete = facts.concrete or facts.name
+        timeout = self._options.write_timeout_s
+        self._call(
+            f"delete index {concrete}",
+            lambda: self._client.indices.delete(index=concrete, request_timeout=timeout),
+            store_id,
+        )
 
     def close(self) -> None:
         self._client.close()
@@ -231,9 +281,12 @@ class OpenSearchIndex(Index):
         self._call("GET /", lambda: self._client.info(request_timeout=timeout), attempts=1)
 
     def server(self) -> ServerFacts:
-        """Distribution, version and whether the k-NN plugin is installed (for ``doctor``)."""
-        info = self._call("GET /", self._client.info)
-        plugins = self._call("GET /_cat/plugins", lambda: self._client.cat.plugins(format="json"))
+        """Distribution, version and whether the k-NN plugin is installed (for ``doctor`` and start-up)."""
+        timeout = self._options.search_timeout_s
+        info = self._call("GET /", lambda: self._client.info(request_timeout=timeout))
+        plugins = self._call(
+            "GET /_cat/plugins", lambda: self._client.cat.plugins(format="json", request_timeout=timeout)
+        )
         return server_facts(info, plugins)
 
     def check_store(self, store_id: str, dimension: int | None = None) -> tuple[IndexFacts, list[str]]:
@@ -241,44 +294,94 @@ class OpenSearchIndex(Index):
         facts = self._facts(store_id)
         return facts, mapping_problems(facts, dimension, self._options.hnsw)
 
+    def refresh(self, store_id: str) -> None:
+        name = self.index_name(store_id)
+        timeout = self._options.write_timeout_s
+        self._call(
+            f"refresh {name}", lambda: self._client.indices.refresh(index=name, request_timeout=timeout), store_id
+        )
+
     # -- writes ---------------------------------------------------------------
 
     def upsert(self, store_id: str, chunks: Sequence[ChunkRecord]) -> None:
         chunks = list(chunks)
         name = self.index_name(store_id)
-        vectors = chunk_vectors(chunks, self._dimension(store_id))
+        vectors = chunk_vectors(chunks, self._facts_of(store_id).dimension or 0)
         if not chunks:
             return
-        actions = bulk_actions(name, store_id, chunks, vectors)
-        document_of = {action["_id"]: chunk.document_id for action, chunk in zip(actions, chunks, strict=True)}
-        try:
-            failures = self._call(f"bulk write to {name}", lambda: self._bulk(actions), store_id)
-        except Exception:
-            self._forget_documents(name, sorted(set(document_of.values())))
-            raise
-        rejected = failed_documents(failures, document_of)
-        written = sorted({chunk.document_id for chunk in chunks} - rejected.keys())
-        if written:
-            keep = [chunk.chunk_id for chunk in chunks if chunk.document_id not in rejected]
-            what = f"remove stale chunks in {name}"
-            self._by_query("delete_by_query", name, delete_stale_body(written, keep), what, store_id)
-        if rejected:
-            log.warning("OpenSearch rejected chunks of %d document(s) in %s", len(rejected), name)
-            self._forget_documents(name, sorted(rejected))
-            raise ChunksRejected(sorted(rejected), [f for group in rejected.values() for f in group])
+        counts = _complete_documents(chunks)
+        documents = sorted(counts)
+        with self._documents_locked(name, documents):
+            before = self._chunk_counts(store_id, documents)
+            stale = {_id: d for d in documents for _id in chunk_ids(d, before.get(d, 0), start=counts[d])}
+            actions = bulk_actions(name, store_id, chunks, vectors, counts, list(stale))
+            document_of = {document_id_of_chunk(chunk.chunk_id): chunk.document_id for chunk in chunks} | stale
+            try:
+                failures = self._call(f"bulk write to {name}", lambda: self._bulk(actions), store_id)
+            except Exception:
+                self._forget_documents(name, {d: max(counts[d], before.get(d, 0)) for d in documents})
+                raise
+            rejected = failed_documents(failures, document_of)
+            if rejected:
+                log.warning("OpenSearch rejected chunks of %d document(s) in %s", len(rejected), name)
+                self._forget_documents(name, {d: max(counts.get(d, 0), before.get(d, 0)) for d in rejected})
+                raise ChunksRejected(sorted(rejected), [f for group in rejected.values() for f in group])
 
     def delete_document(self, store_id: str, document_id: str) -> None:
         name = self.index_name(store_id)
-        self._by_query(
-            "delete_by_query", name, delete_document_body(document_id), f"delete a document in {name}", store_id
-        )
+        with self._documents_locked(name, [document_id]):
+            count = self._chunk_counts(store_id, [document_id]).get(document_id)
+            if count is None:
+                # No first chunk: nothing was written, or an old write failed half-way. Sweep what is searchable.
+                what = f"delete a document in {name}"
+                self._by_query("delete_by_query", name, delete_document_body(document_id), what, store_id)
+                return
+            failures = self._call(
+                f"delete a document in {name}", lambda: self._bulk(delete_actions(name, chunk_ids(document_id, count)))
+            )
+            _raise_on(failures, f"delete a document in {name}")
 
     def set_document_acl(self, store_id: str, document_id: str, acl: Acl) -> None:
         name = self.index_name(store_id)
-        self._by_query("update_by_query", name, set_acl_body(document_id, acl), f"change an ACL in {name}", store_id)
+        with self._documents_locked(name, [document_id]):
+            count = self._chunk_counts(store_id, [document_id]).get(document_id, 0)
+            if count == 0:
+                return
+            failures = self._call(
+                f"change an ACL in {name}", lambda: self._bulk(acl_actions(name, chunk_ids(document_id, count), acl))
+            )
+            # A chunk deleted meanwhile (404) needs no ACL; anything else means the copy is not in force.
+            _raise_on([f for f in failures if f.error_type != "document_missing_exception"], f"change an ACL in {name}")
+
+    def _chunk_counts(self, store_id: str, document_ids: Sequence[str]) -> dict[str, int]:
+        """How many chunks each document has now, read in real time from its first chunk (absent: none)."""
+        name = self.index_name(store_id)
+        firsts = {document_id_of_chunk(f"{d}#0"): d for d in document_ids}
+        body = heads_body(list(firsts))
+        timeout = self._options.search_timeout_s
+        response = self._call(
+            f"read documents in {name}",
+            lambda: self._client.mget(index=name, body=body, realtime=True, request_timeout=timeout),
+            store_id,
+        )
+        found = chunk_counts(response)
+        if found.index_missing:
+            with self._lock:
+                self._known.pop(store_id, None)
+            raise NotFound(f"store {store_id!r} does not exist")
+        return {firsts[_id]: count for _id, count in found.counts.items() if _id in firsts}
+
+    def _documents_locked(self, name: str, document_ids: Sequence[str]) -> contextlib.ExitStack:
+        """Hold the locks of these documents (in a fixed order, so two writers never wait on each other)."""
+        stripes = sorted({zlib.crc32(f"{name}\0{d}".encode()) % len(self._document_locks) for d in document_ids})
+        stack = contextlib.ExitStack()
+        for stripe in stripes:
+            stack.enter_context(self._document_locks[stripe])
+        return stack
 
     def _bulk(self, actions: list[Body]) -> list[BulkFailure]:
-        """Send ``actions`` in batches; items refused with 429/5xx are sent again (bounded, with backoff).
+        """Send ``actions`` in batches bounded by count and bytes; items refused with 429/5xx are sent again
+        (bounded, with backoff). A ``delete`` of a missing chunk is not a failure.
 
         Returns the items OpenSearch refused for good. A failure of a whole
         request raises (and ``_call`` retries the lot: every action is idempotent).
@@ -293,13 +396,16 @@ class OpenSearchIndex(Index):
                 self._client,
                 pending,
                 chunk_size=options.bulk_batch,
+                max_chunk_bytes=options.bulk_max_bytes,
                 raise_on_error=False,
                 raise_on_exception=True,
                 max_retries=0,  # item retries are ours, with our backoff
                 yield_ok=False,
                 refresh=options.refresh,
+                require_alias=True,
+                request_timeout=options.write_timeout_s,
             ):
-                if not ok:
+                if not ok and not _already_gone(item):
                     failure = bulk_failure(item)
                     (transient if failure.status in RETRY_STATUS else refused).append(failure)
             if not transient or attempt == attempts:
@@ -312,13 +418,15 @@ class OpenSearchIndex(Index):
         return refused  # pragma: no cover - the loop returns on its last attempt
 
     def _by_query(self, operation: str, name: str, body: Body, what: str, store_id: str | None = None) -> None:
-        """Run ``_delete_by_query`` or ``_update_by_query`` until it has touched every match (bounded)."""
+        """Run ``_delete_by_query`` until it has touched every match (bounded); it sees refreshed chunks only."""
         run = getattr(self._client, operation)
-        refresh = self._options.refresh != "false"
         attempts = self._options.max_retries + 1
+        timeout = self._options.write_timeout_s
         for attempt in range(1, attempts + 1):
             response = self._call(
-                what, lambda: run(index=name, body=body, refresh=refresh, conflicts="proceed"), store_id
+                what,
+                lambda: run(index=name, body=body, conflicts="proceed", request_timeout=timeout),
+                store_id,
             )
             result = by_query_result(response)
             if result.complete:
@@ -330,14 +438,25 @@ class OpenSearchIndex(Index):
         problems = ", ".join(result.failures) or f"{result.version_conflicts} version conflicts"
         raise IndexUnavailable(f"index unavailable: OpenSearch could not {what} after {attempts} attempts ({problems})")
 
-    def _forget_documents(self, name: str, document_ids: list[str]) -> None:
-        """Best effort, one attempt: leave no half-written document behind."""
+    def _forget_documents(self, name: str, counts: dict[str, int]) -> None:
+        """Best effort, one attempt: leave no half-written document behind (every chunk it had or was to have)."""
+        ids = [_id for document_id, count in sorted(counts.items()) for _id in chunk_ids(document_id, count)]
         try:
-            self._client.delete_by_query(
-                index=name, body=delete_documents_body(document_ids), refresh=True, conflicts="proceed"
-            )
+            for _ok, _item in streaming_bulk(
+                self._client,
+                delete_actions(name, ids),
+                chunk_size=self._options.bulk_batch,
+                raise_on_error=False,
+                raise_on_exception=True,
+                max_retries=0,
+                yield_ok=False,
+                refresh=self._options.refresh,
+                require_alias=True,
+                request_timeout=self._options.write_timeout_s,
+            ):
+                pass
         except TransportError:
-            log.warning("could not remove %d partly written document(s) from %s", len(document_ids), name)
+            log.warning("could not remove %d partly written document(s) from %s", len(counts), name)
 
     # -- reads ----------------------------------------------------------------
 
@@ -345,24 +464,24 @@ class OpenSearchIndex(Index):
         _check_k(k)
         query = to_query(filter) if filter is not None else None
         name = self.index_name(store_id)
-        unit = query_vector(vector, self._dimension(store_id))
+        facts = self._facts_of(store_id)
+        _check_window(k, facts)
+        unit = query_vector(vector, facts.dimension or 0)
         body = knn_body(unit, k, query, self._options.hnsw.ef_search)
         page = search_hits(self._search(store_id, f"knn search in {name}", body))
-        hits = _ranked([SearchHit(chunk_from_source(h.source), cosine_from_knn_score(h.score)) for h in page])[:k]
-        if len(hits) < k and self.count(store_id, filter) > len(hits):
-            log.info("knn in %s returned %d of %d hits; searching exactly", name, len(hits), k)
-            return self.exact(store_id, vector, k, filter)
-        return hits
+        return _ranked([SearchHit(chunk_from_source(h.source), cosine_from_knn_score(h.score)) for h in page])[:k]
 
     def exact(self, store_id: str, vector: Vector, k: int, filter: Filter) -> list[SearchHit]:
         _check_k(k)
         query = to_query(filter)
         name = self.index_name(store_id)
-        unit = query_vector(vector, self._dimension(store_id))
+        facts = self._facts_of(store_id)
+        unit = query_vector(vector, facts.dimension or 0)
+        page_size = max(1, min(self._options.page_size, facts.max_result_window))
         hits: list[SearchHit] = []
         after: list[Any] | None = None
         while len(hits) < k:
-            size = min(k - len(hits), self._options.page_size)
+            size = min(k - len(hits), page_size)
             page = search_hits(self._search(store_id, f"exact search in {name}", exact_body(unit, size, query, after)))
             hits.extend(SearchHit(chunk_from_source(h.source), cosine_from_script_score(h.score)) for h in page)
             if len(page) < size or page[-1].sort is None:
@@ -370,25 +489,42 @@ class OpenSearchIndex(Index):
             after = page[-1].sort
         return _ranked(hits)[:k]
 
+    def best_per_document(self, store_id: str, vector: Vector, documents: int, filter: Filter) -> list[SearchHit]:
+        if isinstance(documents, bool) or not isinstance(documents, int) or documents < 1:
+            raise InvalidArgument(f"documents must be a positive integer, got {documents!r}")
+        query = to_query(filter)
+        name = self.index_name(store_id)
+        facts = self._facts_of(store_id)
+        _check_window(documents, facts)
+        unit = query_vector(vector, facts.dimension or 0)
+        body = best_per_document_body(unit, documents, query)
+        page = search_hits(self._search(store_id, f"best chunk per document in {name}", body))
+        return _ranked([SearchHit(chunk_from_source(h.source), cosine_from_script_score(h.score)) for h in page])
+
     def count(self, store_id: str, filter: Filter | None = None) -> int:
         body = count_body(to_query(filter))
         name = self.index_name(store_id)
-        response = self._call(f"count in {name}", lambda: self._client.count(index=name, body=body), store_id)
+        timeout = self._options.search_timeout_s
+        response = self._call(
+            f"count in {name}", lambda: self._client.count(index=name, body=body, request_timeout=timeout), store_id
+        )
         return total_count(response)
 
     # -- plumbing -------------------------------------------------------------
 
     def _search(self, store_id: str, what: str, body: Body) -> Any:
         name = self.index_name(store_id)
-        return self._call(what, lambda: self._client.search(index=name, body=body), store_id)
+        timeout = self._options.search_timeout_s
+        return self._call(what, lambda: self._client.search(index=name, body=body, request_timeout=timeout), store_id)
 
-    def _remember(self, store_id: str, dimension: int) -> None:
+    def _remember(self, store_id: str, facts: IndexFacts) -> None:
         with self._lock:
-            self._dimensions[store_id] = dimension
+            self._known[store_id] = facts
 
-    def _dimension(self, store_id: str) -> int:
+    def _facts_of(self, store_id: str) -> IndexFacts:
+        """The store's index facts, read once and kept (dimension, result window); refused if not a DocQA index."""
         with self._lock:
-            known = self._dimensions.get(store_id)
+            known = self._known.get(store_id)
         if known is not None:
             return known
         facts = self._facts(store_id)
@@ -396,13 +532,16 @@ class OpenSearchIndex(Index):
         problems = [p for p in problems if not p.startswith("engine ")]  # searchable all the same
         if problems or facts.dimension is None:
             raise InvalidArgument(f"OpenSearch index {facts.name!r} is not a DocQA store index: {'; '.join(problems)}")
-        self._remember(store_id, facts.dimension)
-        return facts.dimension
+        self._remember(store_id, facts)
+        return facts
 
     def _facts(self, store_id: str) -> IndexFacts:
         """What the store's index says about itself; NotFound if there is none."""
         name = self.index_name(store_id)
-        response = self._call(f"read index {name}", lambda: self._client.indices.get(index=name), store_id)
+        timeout = self._options.search_timeout_s
+        response = self._call(
+            f"read index {name}", lambda: self._client.indices.get(index=name, request_timeout=timeout), store_id
+        )
         return IndexFacts.parse(name, response)
 
     def _facts_or_none(self, store_id: str) -> IndexFacts | None:
@@ -426,7 +565,7 @@ class OpenSearchIndex(Index):
             except NotFoundError as exc:
                 if store_id is not None and exc.error == "index_not_found_exception":
                     with self._lock:
-                        self._dimensions.pop(store_id, None)
+                        self._known.pop(store_id, None)
                     raise NotFound(f"store {store_id!r} does not exist") from None
                 raise _rejected(what, exc) from None
             except (AuthenticationException, AuthorizationException) as exc:
@@ -451,6 +590,43 @@ class OpenSearchIndex(Index):
 def _check_k(k: Any) -> None:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidArgument(f"k must be a positive integer, got {k!r}")
+
+
+def _check_window(size: int, facts: IndexFacts) -> None:
+    if size > facts.max_result_window:
+        raise InvalidArgument(
+            f"{size} hits exceed the index's max_result_window of {facts.max_result_window} "
+            f"(index {facts.concrete or facts.name}); ask for fewer"
+        )
+
+
+def _complete_documents(chunks: Sequence[ChunkRecord]) -> dict[str, int]:
+    """Each document's chunk count; its chunks must be ``<document id>#0 .. #n-1``, each once (InvalidArgument)."""
+    ordinals: dict[str, list[int]] = {}
+    for chunk in chunks:
+        if chunk.chunk_id != f"{chunk.document_id}#{chunk.ordinal}":
+            raise InvalidArgument(
+                f"chunk id {chunk.chunk_id!r} is not '<document id>#<ordinal>' for ordinal {chunk.ordinal!r}"
+            )
+        ordinals.setdefault(chunk.document_id, []).append(chunk.ordinal)
+    for document_id, seen in ordinals.items():
+        if sorted(seen) != list(range(len(seen))):
+            raise InvalidArgument(
+                f"an upsert replaces a document's chunks: document {document_id!r} needs ordinals 0..{len(seen) - 1}"
+            )
+    return {document_id: len(seen) for document_id, seen in ordinals.items()}
+
+
+def _already_gone(item: Any) -> bool:
+    """A bulk ``delete`` of a chunk that is not there (404 ``not_found``): the wanted outcome."""
+    result = item.get("delete") if isinstance(item, dict) else None
+    return isinstance(result, dict) and result.get("status") == 404 and result.get("result") == "not_found"
+
+
+def _raise_on(failures: Sequence[BulkFailure], what: str) -> None:
+    if failures:
+        kinds = sorted({f"{f.error_type} ({f.status})" for f in failures})
+        raise IndexUnavailable(f"index unavailable: OpenSearch could not {what}: {', '.join(kinds)}")
 
 
 def _ranked(hits: list[SearchHit]) -> list[SearchHit]:

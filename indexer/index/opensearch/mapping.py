@@ -1,18 +1,26 @@
 """What a store's OpenSearch index looks like: its name, settings and mapping, and how to check one.
 
-One index per store. Its ``knn_vector`` field ``embedding`` is an HNSW graph in
-cosine space (``cosinesimil``) built by the configured engine (faiss or
-lucene); the filter fields are ``keyword``s with the names the filter language
-uses; ``text`` and ``title`` are analysed ``text`` (ready for BM25 later); the
-rest is stored for the query result only. The mapping is ``strict``, so a
-document with a stray field is rejected instead of widening the mapping.
+One index per store, always reached through an alias: the store's name
+(``index_name``) is an alias of the concrete index ``<alias>.v<MAPPING_VERSION>``,
+created together. Every write asks for ``require_alias``, so a write that
+races a ``drop`` fails instead of auto-creating an index with a dynamic
+mapping. Its ``knn_vector`` field ``embedding`` is an HNSW graph in cosine space
+(``cosinesimil``) built by the configured engine (faiss or lucene); the filter
+fields are ``keyword``s with the names the filter language uses; ``text`` and
+``title`` are analysed ``text`` (ready for BM25); the rest is stored for the
+query result only. ``chunk_count`` (on every chunk, read from chunk 0) says how
+many chunks the document has, so stale ones are deleted by ``_id``. The mapping
+is ``strict``, so a document with a stray field is rejected instead of
+widening the mapping, and ``_source`` must keep every field: an index template
+that excludes the vector would make the next partial update (an ACL change)
+wipe it (k-NN#1694), so such an index is refused.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from acl.errors import InvalidArgument
@@ -20,7 +28,7 @@ from acl.errors import InvalidArgument
 VECTOR_FIELD = "embedding"
 SPACE_TYPE = "cosinesimil"
 #: Bumped when the mapping changes in a way older indexes cannot serve.
-MAPPING_VERSION = 1
+MAPPING_VERSION = 2
 
 Engine = Literal["faiss", "lucene"]
 
@@ -38,6 +46,7 @@ FIELDS: dict[str, dict[str, Any]] = {
     "heading_path": {"type": "keyword", "index": False, "doc_values": False},
     "start": {"type": "integer", "index": False, "doc_values": False},
     "end": {"type": "integer", "index": False, "doc_values": False},
+    "chunk_count": {"type": "integer", "index": False, "doc_values": False},
 }
 #: Fields a query filters on: their type must be exactly keyword.
 FILTER_FIELDS = ("store_id", "document_id", "chunk_id", "acl_allow", "acl_deny")
@@ -66,9 +75,14 @@ def index_name(prefix: str, store_id: str) -> str:
     if store_id != store_id.lower():
         digest = hashlib.sha256(store_id.encode()).hexdigest()[:8]
         name = f"{name.lower()}-{digest}"
-    if _INDEX_NAME.fullmatch(name) is None or len(name.encode()) > 255 or name in {".", ".."}:
+    if _INDEX_NAME.fullmatch(name) is None or len(concrete_name(name).encode()) > 255 or name in {".", ".."}:
         raise InvalidArgument(f"store id {store_id!r} with prefix {prefix!r} is not a valid OpenSearch index name")
     return name
+
+
+def concrete_name(alias: str) -> str:
+    """The concrete index behind a store's alias (store ids have no '.', so no store's alias looks like this)."""
+    return f"{alias}.v{MAPPING_VERSION}"
 
 
 def vector_mapping(dimension: int, hnsw: HnswSettings) -> dict[str, Any]:
@@ -84,9 +98,10 @@ def vector_mapping(dimension: int, hnsw: HnswSettings) -> dict[str, Any]:
     }
 
 
-def index_body(store_id: str, dimension: int, hnsw: HnswSettings) -> dict[str, Any]:
-    """The body of ``PUT /<index>`` that creates a store's index."""
+def index_body(store_id: str, dimension: int, hnsw: HnswSettings, alias: str) -> dict[str, Any]:
+    """The body of ``PUT /<concrete index>`` that creates a store's index and its alias in one step."""
     return {
+        "aliases": {alias: {"is_write_index": True}},
         "settings": {"index": {"knn": True, "knn.algo_param.ef_search": hnsw.ef_search}},
         "mappings": {
             "dynamic": "strict",
@@ -98,8 +113,9 @@ def index_body(store_id: str, dimension: int, hnsw: HnswSettings) -> dict[str, A
 
 @dataclass(frozen=True, slots=True)
 class IndexFacts:
-    """What an existing index says about itself (from ``GET /<index>``)."""
+    """What an existing index says about itself (from ``GET /<alias>``)."""
 
+    #: The name asked for (the store's alias).
     name: str
     dimension: int | None
     space_type: str | None
@@ -107,11 +123,27 @@ class IndexFacts:
     knn_enabled: bool
     field_types: dict[str, str | None]
     store_id: str | None
+    #: The concrete index answering to ``name`` (``name`` itself when it is not an alias).
+    concrete: str = ""
+    #: Whether ``name`` is an alias (every index DocQA creates is reached through one).
+    is_alias: bool = True
+    #: ``mappings.dynamic`` (``strict`` unless a template or another writer changed it).
+    dynamic: str | None = "strict"
+    #: ``mappings._source`` when it filters or disables the source (a template can add it).
+    source_filter: dict[str, Any] = field(default_factory=dict)
+    shards: int = 1
+    #: ``index.max_result_window``: the largest ``from + size`` a search may ask for.
+    max_result_window: int = 10_000
+    #: ``index.version.created`` as OpenSearch reports it (an encoded id).
+    created_version: str | None = None
+    #: The vector field's ``mode`` / ``compression_level`` / encoder, when set (quantised or on-disk search).
+    vector_mode: str | None = None
 
     @classmethod
     def parse(cls, name: str, response: dict[str, Any]) -> IndexFacts:
-        """Read the facts from a ``GET /<index>`` response (index name -> mappings, settings)."""
-        entry: dict[str, Any] = response.get(name) or next(iter(response.values()), {})
+        """Read the facts from a ``GET /<alias>`` response (concrete index name -> aliases, mappings, settings)."""
+        concrete = name if name in response else next(iter(response), name)
+        entry: dict[str, Any] = response.get(concrete) or {}
         mappings = entry.get("mappings") or {}
         properties = mappings.get("properties") or {}
         vector = properties.get(VECTOR_FIELD) or {}
@@ -120,6 +152,14 @@ class IndexFacts:
         knn = index_settings.get("knn")
         meta = ((mappings.get("_meta") or {}).get("docqa")) or {}
         dimension = vector.get("dimension")
+        source = mappings.get("_source") or {}
+        encoder = ((method.get("parameters") or {}).get("encoder") or {}).get("name")
+        modes = [
+            f"{key} {value}"
+            for key, value in (("mode", vector.get("mode")), ("compression", vector.get("compression_level")))
+            if value not in (None, "in_memory", "1x")
+        ] + ([f"encoder {encoder}"] if encoder not in (None, "flat") else [])
+        version = index_settings.get("version") or {}
         return cls(
             name=name,
             dimension=int(dimension) if dimension is not None else None,
@@ -128,7 +168,23 @@ class IndexFacts:
             knn_enabled=str(knn).lower() == "true",
             field_types={f: (properties.get(f) or {}).get("type") for f in (VECTOR_FIELD, *FIELDS)},
             store_id=meta.get("store_id"),
+            concrete=concrete,
+            is_alias=concrete != name and name in (entry.get("aliases") or {}),
+            dynamic=None if mappings.get("dynamic") is None else str(mappings["dynamic"]),
+            source_filter={k: v for k, v in source.items() if k in ("excludes", "includes", "enabled")},
+            shards=int(index_settings.get("number_of_shards") or 1),
+            max_result_window=int(index_settings.get("max_result_window") or 10_000),
+            created_version=str(version["created"]) if isinstance(version, dict) and "created" in version else None,
+            vector_mode=", ".join(modes) or None,
         )
+
+    def describe(self) -> str:
+        """One line for ``doctor``: the shape of the index."""
+        parts = [f"index {self.concrete or self.name}", f"dimension {self.dimension}", f"{self.engine}"]
+        parts += [f"{self.space_type}", f"{self.shards} shard{'s' if self.shards != 1 else ''}"]
+        if self.vector_mode:
+            parts.append(f"quantised/on-disk ({self.vector_mode}: scores are rescored approximations)")
+        return ", ".join(parts)
 
 
 def mapping_problems(facts: IndexFacts, dimension: int | None, hnsw: HnswSettings) -> list[str]:
@@ -137,6 +193,11 @@ def mapping_problems(facts: IndexFacts, dimension: int | None, hnsw: HnswSetting
     if facts.field_types[VECTOR_FIELD] != "knn_vector":
         problems.append(f"field {VECTOR_FIELD!r} is {facts.field_types[VECTOR_FIELD]!r}, expected 'knn_vector'")
         return problems
+    if not facts.is_alias:
+        problems.append(
+            f"{facts.name!r} is a concrete index, not the alias DocQA creates (made by an older DocQA, "
+            "or auto-created by a write)"
+        )
     if dimension is not None and facts.dimension != dimension:
         problems.append(f"vector dimension is {facts.dimension}, expected {dimension}")
     if facts.space_type != SPACE_TYPE:
@@ -145,8 +206,15 @@ def mapping_problems(facts: IndexFacts, dimension: int | None, hnsw: HnswSetting
         problems.append(f"engine is {facts.engine!r}, expected {hnsw.engine!r}")
     if not facts.knn_enabled:
         problems.append("setting index.knn is not true")
-    for field, mapping in FIELDS.items():
-        actual = facts.field_types[field]
+    if facts.source_filter:
+        problems.append(
+            f"mappings._source is {facts.source_filter!r} (an index template?): a partial update would "
+            "wipe the fields left out of _source (k-NN#1694); remove it from the template"
+        )
+    if facts.dynamic != "strict":
+        problems.append(f"mappings.dynamic is {facts.dynamic!r}, expected 'strict' (an index template?)")
+    for field_name, mapping in FIELDS.items():
+        actual = facts.field_types[field_name]
         if actual != mapping["type"]:
-            problems.append(f"field {field!r} is {actual!r}, expected {mapping['type']!r}")
+            problems.append(f"field {field_name!r} is {actual!r}, expected {mapping['type']!r}")
     return problems

@@ -61,7 +61,7 @@ def cosine_from_knn_score(score: float) -> float:
 
 
 def cosine_from_script_score(score: float) -> float:
-    """Cosine similarity from a ``knn_score`` script score in ``cosinesimil`` space: ``score = 1 + cos``."""
+    """Cosine similarity from the exact search's Painless score ``1.0 + cosineSimilarity(...)``: ``score = 1 + cos``."""
     return _clamp(score - 1.0)
 
 
@@ -96,6 +96,40 @@ def _as_list(value: Any) -> list[Any]:
     if value is None:
         return []
     return list(value) if isinstance(value, list | tuple) else [value]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkCounts:
+    """What an ``_mget`` of documents' first chunks says: ``_id`` -> ``chunk_count`` of those found."""
+
+    counts: dict[str, int]
+    #: The index (alias) is not there: the store does not exist.
+    index_missing: bool = False
+
+
+def chunk_counts(response: Any) -> ChunkCounts:
+    """Read an ``_mget`` of first chunks (``_source: [chunk_count]``); a missing index is reported, not raised."""
+    docs = response.get("docs") if isinstance(response, Mapping) else None
+    if not isinstance(docs, list):
+        raise _unexpected("an _mget answer without docs")
+    counts: dict[str, int] = {}
+    for doc in docs:
+        if not isinstance(doc, Mapping):
+            raise _unexpected("an _mget doc that is not an object")
+        error = doc.get("error")
+        if error is not None:
+            kind = error.get("type") if isinstance(error, Mapping) else None
+            if kind == "index_not_found_exception":
+                return ChunkCounts({}, index_missing=True)
+            raise _unexpected(f"an _mget error {kind or 'error'}")
+        if not doc.get("found"):
+            continue
+        source = doc.get("_source")
+        count = source.get("chunk_count") if isinstance(source, Mapping) else None
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise _unexpected("a first chunk without a chunk_count")
+        counts[str(doc.get("_id"))] = count
+    return ChunkCounts(counts)
 
 
 def total_count(response: Any) -> int:

@@ -1,7 +1,10 @@
 """The index contract against a live OpenSearch, whenever ``OPENSEARCH_URL`` is set.
 
 Needs OpenSearch 2.19+ or 3.x with the k-NN plugin (the official image has
-it). Settings, all optional but the URL::
+it). Besides the contract, ``OpenSearchChecks``: score calibration (cosine 1 /
+0.5 / 0 / -1 through ``knn``, the server's exact path, ``exact`` and
+``best_per_document``), a three-shard index with an empty shard, and writes in
+quick succession with no refresh between them. Settings, all optional but the URL::
 
     OPENSEARCH_URL=https://localhost:9200     the cluster
     OPENSEARCH_USERNAME / OPENSEARCH_PASSWORD basic auth (or OPENSEARCH_API_KEY)
@@ -27,6 +30,7 @@ import pytest
 
 from indexer.index.port import Index
 from tests.contract.index_contract import IndexContract
+from tests.contract.opensearch_checks import MakeIndex, OpenSearchChecks
 
 URL = os.environ.get("OPENSEARCH_URL", "")
 VERIFY = os.environ.get("OPENSEARCH_VERIFY", "true").lower() not in ("0", "false", "no")
@@ -64,28 +68,39 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-class TestOpenSearchIndex(IndexContract):
+class TestOpenSearchIndex(IndexContract, OpenSearchChecks):
     @pytest.fixture
-    def index(self) -> Iterator[Index]:
-        from indexer.index.opensearch.index import OpenSearchOptions, connect
+    def make_index(self) -> Iterator[MakeIndex]:
+        from indexer.index.opensearch.index import OpenSearchIndex, OpenSearchOptions, connect
         from indexer.index.opensearch.mapping import HnswSettings
 
         engine = cast(Literal["faiss", "lucene"], os.environ.get("OPENSEARCH_ENGINE", "lucene"))
         prefix = f"docqa-contract-{uuid.uuid4().hex[:12]}-"
-        index = connect(
-            URL,
-            username=os.environ.get("OPENSEARCH_USERNAME"),
-            password=os.environ.get("OPENSEARCH_PASSWORD"),
-            api_key=os.environ.get("OPENSEARCH_API_KEY"),
-            ca_certs=os.environ.get("OPENSEARCH_CA_CERTS"),
-            verify=VERIFY,
-            timeout_s=60.0,
-            options=OpenSearchOptions(
-                hnsw=HnswSettings(engine=engine), index_prefix=prefix, refresh="true", backoff_s=0.2
-            ),
-        )
-        yield index
-        client = index._client
-        for name in client.indices.get(index=f"{prefix}*"):
-            client.indices.delete(index=name)
-        index.close()
+        opened: list[OpenSearchIndex] = []
+
+        def make(**options: Any) -> OpenSearchIndex:
+            settings: dict[str, Any] = {"refresh": "true", "backoff_s": 0.2, **options}
+            index = connect(
+                URL,
+                username=os.environ.get("OPENSEARCH_USERNAME"),
+                password=os.environ.get("OPENSEARCH_PASSWORD"),
+                api_key=os.environ.get("OPENSEARCH_API_KEY"),
+                ca_certs=os.environ.get("OPENSEARCH_CA_CERTS"),
+                verify=VERIFY,
+                timeout_s=60.0,
+                options=OpenSearchOptions(hnsw=HnswSettings(engine=engine), index_prefix=prefix, **settings),
+            )
+            opened.append(index)
+            return index
+
+        yield make
+        client = opened[0]._client if opened else None
+        if client is not None:
+            for name in client.indices.get(index=f"{prefix}*"):
+                client.indices.delete(index=name)
+        for index in opened:
+            index.close()
+
+    @pytest.fixture
+    def index(self, make_index: MakeIndex) -> Index:
+        return make_index()

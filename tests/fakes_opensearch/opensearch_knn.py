@@ -254,6 +254,9 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    #: Headers and body go out in separate writes: without TCP_NODELAY every answer waits ~40 ms for a
+    #: delayed ACK (Nagle), which would swamp the timings the benchmarks read.
+    disable_nagle_algorithm = True
     #: Headers and body leave in one write (flushed per request), not two small ones that wait on delayed ACKs.
     wbufsize = 1 << 16
     server: _Server

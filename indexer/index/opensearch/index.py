@@ -134,6 +134,9 @@ class OpenSearchOptions:
     search_timeout_s: float = 10.0
     #: Timeout of one write (a bulk request, an index creation or deletion, a sweep by query).
     write_timeout_s: float = 60.0
+    #: Primary shards and replicas of a new store index (None: the cluster's default).
+    shards: int | None = None
+    replicas: int | None = None
     #: Locks that serialise the writers of one document in this process (documents share them by hash).
     document_locks: int = 64
 
@@ -227,7 +230,10 @@ class OpenSearchIndex(Index):
         created = False
         if facts is None:
             concrete = concrete_name(name)
-            body = index_body(store.store_id, store.dimension, hnsw, alias=name)
+            options = self._options
+            body = index_body(
+                store.store_id, store.dimension, hnsw, alias=name, shards=options.shards, replicas=options.replicas
+            )
 
             def create() -> bool:
                 try:

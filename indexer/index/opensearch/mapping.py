@@ -98,11 +98,24 @@ def vector_mapping(dimension: int, hnsw: HnswSettings) -> dict[str, Any]:
     }
 
 
-def index_body(store_id: str, dimension: int, hnsw: HnswSettings, alias: str) -> dict[str, Any]:
-    """The body of ``PUT /<concrete index>`` that creates a store's index and its alias in one step."""
+def index_body(
+    store_id: str,
+    dimension: int,
+    hnsw: HnswSettings,
+    alias: str,
+    shards: int | None = None,
+    replicas: int | None = None,
+) -> dict[str, Any]:
+    """The body of ``PUT /<concrete index>`` that creates a store's index and its alias in one step
+    (``shards``/``replicas``: None keeps the cluster's default)."""
+    settings: dict[str, Any] = {"knn": True, "knn.algo_param.ef_search": hnsw.ef_search}
+    if shards is not None:
+        settings["number_of_shards"] = shards
+    if replicas is not None:
+        settings["number_of_replicas"] = replicas
     return {
         "aliases": {alias: {"is_write_index": True}},
-        "settings": {"index": {"knn": True, "knn.algo_param.ef_search": hnsw.ef_search}},
+        "settings": {"index": settings},
         "mappings": {
             "dynamic": "strict",
             "_meta": {"docqa": {"store_id": store_id, "dimension": dimension, "mapping_version": MAPPING_VERSION}},

@@ -22,7 +22,9 @@ COPY config ./config
 COPY acl ./acl
 COPY indexer ./indexer
 COPY service ./service
-RUN pip install -e . \
+# [aws]: botocore, for SigV4 signing to Amazon OpenSearch Service (index.opensearch.aws); --build-arg EXTRAS= drops it.
+ARG EXTRAS=aws
+RUN pip install -e ".${EXTRAS:+[$EXTRAS]}" \
  && python -c "from service.api.grpc import stubs; stubs.load()" \
  && useradd --uid 10001 --user-group --no-create-home docqa \
  && mkdir -p /var/lib/docqa && chown docqa:docqa /var/lib/docqa

@@ -50,6 +50,19 @@ class DatabaseConfig(_Section):
     url: str | None = Field(None, repr=False)
 
 
+class AwsSigningConfig(_Section):
+    """AWS SigV4 signing of every OpenSearch request (Amazon OpenSearch Service or Serverless).
+
+    Credentials come from botocore's default chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE
+    and ~/.aws, EKS IRSA's web identity token, a container or instance role); needs ``pip install 'docqa[aws]'``.
+    """
+
+    #: The domain's or collection's region, e.g. ``eu-west-1``.
+    region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-[0-9]+$")
+    #: ``es``: Amazon OpenSearch Service (a domain); ``aoss``: OpenSearch Serverless (a collection).
+    service: Literal["es", "aoss"] = "es"
+
+
 class OpenSearchConfig(_Section):
     """Where and how the OpenSearch index backend keeps each store's chunks."""
 
@@ -57,28 +70,43 @@ class OpenSearchConfig(_Section):
     url: str | None = None
     username: SecretStr | None = None
     password: SecretStr | None = None
-    #: Sent as ``Authorization: ApiKey <api_key>``; instead of username/password.
+    #: Sent as ``Authorization: ApiKey <api_key>``; instead of username/password. OpenSearch 3.7 or later.
     api_key: SecretStr | None = None
+    #: AWS SigV4 signing instead of username/password or api_key; None = off.
+    aws: AwsSigningConfig | None = None
     #: CA bundle (PEM) that signed the cluster's certificate; None = the system's.
     ca_certs: Path | None = None
     #: Check the server's TLS certificate. Turn off only for a throw-away local cluster.
     verify: bool = True
-    #: HNSW engine of the ``knn_vector`` field: both filter inside the ANN search.
+    #: HNSW engine of the ``knn_vector`` field: both filter inside the ANN search; both need OpenSearch 2.19+.
     engine: Literal["faiss", "lucene"] = "lucene"
     m: int = Field(16, ge=2, le=100)
     ef_construction: int = Field(128, ge=2, le=4096)
     ef_search: int = Field(100, ge=1, le=10_000)
     #: Each store's index is ``<index_prefix><store id>``.
     index_prefix: str = Field("docqa-", pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")
+    #: Seconds any request without a timeout of its own may take (index creation, mappings, GET /).
     timeout_s: float = Field(10.0, gt=0, le=600)
+    #: Seconds one search or count may take.
+    search_timeout_s: float = Field(10.0, gt=0, le=600)
+    #: Seconds one bulk write or ``_delete_by_query``/``_update_by_query`` job may take: longer than a search.
+    write_timeout_s: float = Field(60.0, gt=0, le=3600)
+    #: Connections kept open to the cluster for reuse; None = one per thread that may call the index at once:
+    #: ``server.grpc_workers`` plus GraphQL's worker threads, min(32, CPUs + 4).
+    pool_maxsize: int | None = Field(None, ge=1, le=1024)
     #: Retries after the first attempt for connection errors, timeouts, 429 and 5xx.
     max_retries: int = Field(3, ge=0, le=10)
     #: First backoff between retries; it doubles each time (at most 8 s).
     backoff_s: float = Field(0.5, ge=0, le=60)
-    #: ``wait_for``: writes are searchable when the call returns; ``true`` forces a refresh; ``false`` neither.
-    refresh: Literal["wait_for", "true", "false"] = "wait_for"
+    #: ``false``: writes become searchable at the cluster's next refresh, and the indexer refreshes once at
+    #: the end of a run; ``wait_for`` (each write waits for a refresh) and ``true`` (each write forces one,
+    #: a segment per request) are for tests only.
+    refresh: Literal["wait_for", "true", "false"] = "false"
     #: Chunks per bulk request.
     bulk_batch: int = Field(500, ge=1, le=10_000)
+    #: Bytes per bulk request: 10 MiB is the smallest limit of Amazon OpenSearch Service's instance types;
+    #: at most 100 MiB, OpenSearch's default ``http.max_content_length``.
+    bulk_max_bytes: int = Field(10 * 1024 * 1024, ge=64 * 1024, le=100 * 1024 * 1024)
 
     @field_validator("url")
     @classmethod
@@ -105,6 +133,14 @@ class OpenSearchConfig(_Section):
             raise ValueError("username and password go together")
         if self.api_key is not None and self.username is not None:
             raise ValueError("use either username/password or api_key, not both")
+        if self.aws is not None:
+            mixed = [f"index.opensearch.{key}" for key in ("username", "password", "api_key") if getattr(self, key)]
+            if mixed:
+                raise ValueError(f"aws (SigV4 signing) excludes {', '.join(mixed)}: unset {' and '.join(mixed)}")
+            if self.url is not None and urlsplit(self.url).scheme != "https":
+                raise ValueError("aws (SigV4 signing) needs an https:// url (signed requests carry a session token)")
+            if self.aws.service == "aoss" and self.refresh == "true":
+                raise ValueError("aws.service aoss: OpenSearch Serverless refuses refresh=true; use refresh: false")
         return self
 
 
@@ -309,6 +345,14 @@ class Settings(BaseSettings):
         if self.limits.max_streams > self.server.grpc_workers:
             raise ValueError("limits.max_streams must not exceed server.grpc_workers (each stream holds a gRPC worker)")
         return self
+
+    @property
+    def opensearch_pool_maxsize(self) -> int:
+        """Connections the OpenSearch client keeps open: ``index.opensearch.pool_maxsize``, else one per thread
+        that may call the index at once (the gRPC workers, and the worker threads GraphQL resolvers run in:
+        asyncio's default executor, min(32, CPUs + 4))."""
+        configured = self.index.opensearch.pool_maxsize
+        return configured if configured is not None else self.server.grpc_workers + min(32, (os.cpu_count() or 1) + 4)
 
     @property
     def database_url(self) -> str:

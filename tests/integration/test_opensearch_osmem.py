@@ -303,6 +303,54 @@ def test_429_and_503_are_retried_then_unavailable(flaky: Any) -> None:
 # -- the CLI with index.backend: opensearch -----------------------------------------------------------
 
 
+class _KnnFront(http.server.BaseHTTPRequestHandler):
+    """Forwards every request to osmem, whose plugin list it extends by the k-NN plugin: the CLI's start-up
+    check refuses a server without it, and osmem stores, counts and filters as OpenSearch does all the same."""
+
+    protocol_version = "HTTP/1.1"
+    target: ClassVar[str] = ""
+
+    def _forward(self) -> None:
+        import http.client
+        from urllib.parse import urlsplit
+
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
+        target = urlsplit(type(self).target)
+        connection = http.client.HTTPConnection(target.hostname or "", target.port, timeout=60)
+        try:
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+            connection.request(self.command, self.path, body=body or None, headers=headers)
+            answer = connection.getresponse()
+            status, data, kind = answer.status, answer.read(), answer.getheader("content-type") or "application/json"
+        finally:
+            connection.close()
+        if self.command == "GET" and self.path.startswith("/_cat/plugins") and status == 200:
+            rows = [*json.loads(data), {"name": "osmem-node", "component": "opensearch-knn", "version": "3.8.0.0"}]
+            data = json.dumps(rows).encode()
+        self.send_response(status)
+        self.send_header("content-type", kind)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _forward
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+
+@pytest.fixture
+def knn_front(url: str) -> Iterator[str]:
+    """osmem behind a front that lists the k-NN plugin."""
+    handler = type("Front", (_KnnFront,), {"target": url})
+    front = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    front.daemon_threads = True
+    threading.Thread(target=front.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{front.server_address[1]}"
+    front.shutdown()
+    front.server_close()
+
+
 def docqa(data_dir: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
@@ -328,10 +376,13 @@ def docqa(data_dir: Path, url: str, *args: str) -> subprocess.CompletedProcess[s
 
 
 @pytest.mark.slow
-def test_docqa_index_and_doctor_with_the_opensearch_backend(url: str, tmp_path: Path) -> None:
+def test_docqa_index_and_doctor_with_the_opensearch_backend(url: str, knn_front: str, tmp_path: Path) -> None:
     corpus = tmp_path / "acme"
     shutil.copytree(ROOT / "examples" / "acme", corpus)
     data = tmp_path / "data"
+    refused = docqa(data, url, "index", str(corpus), "--store", "acme", "--quiet")
+    assert refused.returncode == 8 and "the k-NN plugin (opensearch-knn) is not installed" in refused.stderr
+    url, osmem_url = knn_front, url  # the CLI's start-up check passes; osmem stores and filters behind it
     first = docqa(data, url, "index", str(corpus), "--store", "acme", "--quiet")
     assert first.returncode == 0, first.stderr
     assert "7 indexed" in first.stdout
@@ -352,9 +403,10 @@ def test_docqa_index_and_doctor_with_the_opensearch_backend(url: str, tmp_path: 
         assert index.count("acme", documents_filter(["hr/salary-bands.md"])) == 0
     finally:
         index.close()
-    doctor = docqa(data, url, "doctor")
+    doctor = docqa(data, osmem_url, "doctor")
     assert doctor.returncode == 1  # osmem has no k-NN plugin
-    assert "opensearch reachable     ok    opensearch" in doctor.stdout
+    assert "opensearch reachable     ok    opensearch 3.8.0" in doctor.stdout
+    assert "opensearch version       ok    2.19 or later: supported (engine lucene)" in doctor.stdout
     assert "k-NN plugin              FAIL  missing" in doctor.stdout
     assert "store acme               ok    index docqa-acme: dimension 384, lucene, cosinesimil" in doctor.stdout
     ask = docqa(data, url, "ask", "What was the revenue?", "--store", "acme", "--as", "alice", "--no-llm")

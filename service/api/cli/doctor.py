@@ -7,8 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from acl.errors import DocQAError
-from indexer.index.opensearch.versions import minimum_version
+from acl.errors import ConfigurationError, DocQAError
+from indexer.index.opensearch.versions import API_KEY_MINIMUM_VERSION, dotted, minimum_version
 from service.api.errors import public_message
 
 
@@ -82,24 +82,18 @@ def _doctor_index(app: Any, stores: list[Any], line: Callable[[str, bool, str], 
         line("index backend", True, f"{backend} (under {settings.index_dir})")
         return
     config = settings.index.opensearch
-    auth = "api key" if config.api_key else "username/password" if config.username else "none"
+    if config.aws is not None:
+        auth = f"aws sigv4 ({config.aws.service}, {config.aws.region})"
+    else:
+        auth = "api key" if config.api_key else "username/password" if config.username else "none"
     url = config.url or ""
     tls = f", TLS verify {'on' if config.verify else 'OFF'}" if url.startswith("https:") else ""
-    line("index backend", True, f"opensearch at {url} (auth: {auth}{tls}, engine {config.engine})")
-    try:
-        server = app.index.server()
-    except DocQAError as exc:
-        line("opensearch reachable", False, public_message(exc))
+    pool = settings.opensearch_pool_maxsize
+    line("index backend", True, f"opensearch at {url} (auth: {auth}{tls}, engine {config.engine}, pool {pool})")
+    if config.aws is not None and config.aws.service == "aoss":
+        line("opensearch serverless", True, "answers no GET / nor _cat/plugins: version and k-NN plugin not checked")
+    elif not _doctor_server(app, line):
         return
-    version = server.version_tuple()
-    minimum = minimum_version(config.engine)
-    line(
-        "opensearch reachable",
-        server.distribution == "opensearch" and version >= minimum,
-        f"{server.distribution} {server.version}"
-        + ("" if version >= minimum else f" (engine {config.engine} needs {'.'.join(map(str, minimum))} or later)"),
-    )
-    line("k-NN plugin", server.knn_plugin, "installed" if server.knn_plugin else "missing: vector search cannot work")
     for store in stores:
         check = f"store {store.id}"
         try:
@@ -112,3 +106,30 @@ def _doctor_index(app: Any, stores: list[Any], line: Callable[[str, bool, str], 
             continue
         shape = f"index {facts.name}: dimension {facts.dimension}, {facts.engine}, {facts.space_type}"
         line(check, not problems, shape if not problems else f"{shape}; " + "; ".join(problems))
+
+
+def _doctor_server(app: Any, line: Callable[[str, bool, str], None]) -> bool:
+    """The OpenSearch server's lines of ``docqa doctor``, as ``docqa serve`` checks it at start-up; False when
+    it cannot be reached."""
+    from indexer.index.opensearch.client import API_KEY_HINT, server_problems
+
+    config = app.settings.index.opensearch
+    api_key = config.api_key is not None
+    try:
+        server = app.index.server()
+    except ConfigurationError as exc:  # credentials refused
+        line("opensearch reachable", False, public_message(exc) + (f". {API_KEY_HINT}" if api_key else ""))
+        return False
+    except DocQAError as exc:
+        line("opensearch reachable", False, public_message(exc))
+        return False
+    problems = server_problems(server, engine=config.engine, api_key_configured=api_key)
+    minimum = dotted(minimum_version(config.engine))
+    line("opensearch reachable", True, f"{server.distribution} {server.version}")
+    version = problems.get("distribution") or problems.get("version")
+    line("opensearch version", version is None, version or f"{minimum} or later: supported (engine {config.engine})")
+    line("k-NN plugin", server.knn_plugin, "installed" if server.knn_plugin else "missing: vector search cannot work")
+    if api_key:
+        refused = problems.get("api key")
+        line("api key", refused is None, refused or f"accepted from {dotted(API_KEY_MINIMUM_VERSION)} on: supported")
+    return True

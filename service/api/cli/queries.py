@@ -26,6 +26,7 @@ def cmd_index(args: argparse.Namespace, app: Any) -> int:
         # A missing folder is named before the model loads, unless it is the store's
         # own folder, deleted: then the run removes its documents and manifest groups.
         folder_and_manifest(folder, manifest)
+    app.check_index_server()  # before the model loads: an unusable OpenSearch is named at once
     ingestor = app.ingestor(args.store)
     on_terminal = sys.stderr.isatty()
     progress = None

@@ -20,6 +20,9 @@ def cmd_serve(args: argparse.Namespace, app: Any) -> int:
     from service.api.http import HttpServer, start_http, start_metrics
     from service.observability.metrics import Metrics
 
+    # An OpenSearch DocQA would answer wrongly on stops start-up here (exit 8, the reason); one that does
+    # not answer yet is logged and served anyway (/readyz tells the orchestrator).
+    app.check_index_server()
     services = services_for(app, Metrics())
     config = app.settings.server
     graphql_services = GraphQLServices(app, services.authenticator, services.queries, services.metrics)

@@ -37,7 +37,8 @@ from opensearchpy.helpers import streaming_bulk
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from acl.model import Acl
-from indexer.index.opensearch.index import OpenSearchIndex, OpenSearchOptions, connect
+from indexer.index.opensearch.client import connect
+from indexer.index.opensearch.index import OpenSearchIndex, OpenSearchOptions
 from indexer.index.opensearch.mapping import concrete_name
 from indexer.index.opensearch.requests import document_id_of_chunk
 from indexer.index.port import ChunkRecord, StoreSpec

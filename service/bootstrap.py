@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
@@ -281,11 +281,10 @@ def opensearch_options(config: OpenSearchConfig) -> OpenSearchOptions:
         "bulk_max_bytes": config.bulk_max_bytes,
         "search_timeout_s": config.search_timeout_s,
         "write_timeout_s": config.write_timeout_s,
+        "shards": config.shards,
+        "replicas": config.replicas,
     }
-    # Issue 16: the adapter's options gain bulk_max_bytes and the two timeouts in a parallel change; until
-    # then they are validated but not passed. Drop this filter (pass every value) once OpenSearchOptions has them.
-    known = {option.name for option in fields(OpenSearchOptions)}
-    return OpenSearchOptions(**{name: value for name, value in values.items() if name in known})
+    return OpenSearchOptions(**values)
 
 
 def build_app(

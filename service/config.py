@@ -104,6 +104,9 @@ class OpenSearchConfig(_Section):
     refresh: Literal["wait_for", "true", "false"] = "false"
     #: Chunks per bulk request.
     bulk_batch: int = Field(500, ge=1, le=10_000)
+    #: Primary shards and replicas of a store's index when DocQA creates it; None = the cluster's default.
+    shards: int | None = Field(None, ge=1, le=1024)
+    replicas: int | None = Field(None, ge=0, le=16)
     #: Bytes per bulk request: 10 MiB is the smallest limit of Amazon OpenSearch Service's instance types;
     #: at most 100 MiB, OpenSearch's default ``http.max_content_length``.
     bulk_max_bytes: int = Field(10 * 1024 * 1024, ge=64 * 1024, le=100 * 1024 * 1024)

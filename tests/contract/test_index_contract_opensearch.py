@@ -71,7 +71,8 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 class TestOpenSearchIndex(IndexContract, OpenSearchChecks):
     @pytest.fixture
     def make_index(self) -> Iterator[MakeIndex]:
-        from indexer.index.opensearch.index import OpenSearchIndex, OpenSearchOptions, connect
+        from indexer.index.opensearch.client import connect
+        from indexer.index.opensearch.index import OpenSearchIndex, OpenSearchOptions
         from indexer.index.opensearch.mapping import HnswSettings
 
         engine = cast(Literal["faiss", "lucene"], os.environ.get("OPENSEARCH_ENGINE", "lucene"))

@@ -26,7 +26,8 @@ from hypothesis import strategies as st
 from acl.model import Acl
 from indexer.index.embedded.index import EmbeddedIndex
 from indexer.index.filters import acl_filter, and_, documents_filter
-from indexer.index.opensearch.index import OpenSearchIndex, OpenSearchOptions, connect
+from indexer.index.opensearch.client import connect
+from indexer.index.opensearch.index import OpenSearchIndex, OpenSearchOptions
 from indexer.index.opensearch.mapping import HnswSettings, concrete_name, index_body
 from indexer.index.opensearch.requests import exact_body
 from indexer.index.opensearch.responses import cosine_from_script_score, search_hits

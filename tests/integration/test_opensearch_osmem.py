@@ -37,7 +37,8 @@ from osmem_server import OsmemServer
 from acl.errors import IndexUnavailable, InvalidArgument, NotFound
 from acl.model import Acl
 from indexer.index.filters import acl_filter, documents_filter
-from indexer.index.opensearch.index import ChunksRejected, OpenSearchIndex, OpenSearchOptions, connect
+from indexer.index.opensearch.client import connect
+from indexer.index.opensearch.index import ChunksRejected, OpenSearchIndex, OpenSearchOptions
 from indexer.index.opensearch.mapping import IndexFacts
 from indexer.index.port import StoreSpec
 from tests.contract.index_contract import ACL_DOCS, DIM, FILTER_CASES, chunk, random_vectors

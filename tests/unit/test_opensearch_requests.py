@@ -424,7 +424,7 @@ def test_opensearch_configuration_builds_the_adapter_without_connecting() -> Non
 
 
 def test_secrets_stay_out_of_reprs_and_reach_the_client_only_as_headers() -> None:
-    from indexer.index.opensearch.index import connect
+    from indexer.index.opensearch.client import connect
 
     settings = _settings(username="svc-user-4711", password="pw-4711-secret")
     shown = repr(settings) + str(settings) + repr(settings.index.opensearch)

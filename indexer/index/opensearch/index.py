@@ -47,7 +47,6 @@ from opensearchpy.exceptions import (
     AuthenticationException,
     AuthorizationException,
     ConnectionTimeout,
-    ImproperlyConfigured,
     NotFoundError,
     RequestError,
     SSLError,
@@ -153,49 +152,8 @@ class ChunksRejected(DocumentsRejected):
         )
 
 
-def connect(
-    url: str,
-    *,
-    username: str | None = None,
-    password: str | None = None,
-    api_key: str | None = None,
-    ca_certs: str | None = None,
-    verify: bool = True,
-    timeout_s: float = 10.0,
-    options: OpenSearchOptions | None = None,
-) -> OpenSearchIndex:
-    """An adapter talking to the server at ``url`` (no request is made yet).
-
-    The client itself never retries: the adapter does, with backoff.
-    """
-    kwargs: dict[str, Any] = {
-        "hosts": [url],
-        "timeout": timeout_s,
-        "max_retries": 0,
-        "retry_on_timeout": False,
-        "verify_certs": verify,
-        "ssl_show_warn": verify,
-    }
-    if username is not None:
-        kwargs["http_auth"] = (username, password or "")
-    if api_key is not None:
-        kwargs["headers"] = {"authorization": f"ApiKey {api_key}"}
-    if ca_certs is not None:
-        kwargs["ca_certs"] = ca_certs
-    transport_log = logging.getLogger("opensearch")
-    if transport_log.level == logging.NOTSET:
-        # opensearch-py logs each failed request at WARNING with a traceback, and request bodies (chunk
-        # text) at DEBUG; the adapter reports failures itself. A level set by the operator is kept.
-        transport_log.setLevel(logging.ERROR)
-    try:
-        client = OpenSearch(**kwargs)
-    except ImproperlyConfigured as exc:
-        raise ConfigurationError(f"index.opensearch: {exc}") from None
-    return OpenSearchIndex(client, options or OpenSearchOptions())
-
-
 class OpenSearchIndex(Index):
-    """``Index`` on OpenSearch with the k-NN plugin (2.16+ for lucene, 2.19+ for faiss, or 3.x). Thread-safe."""
+    """``Index`` on OpenSearch 2.19+ or 3.x with the k-NN plugin (``client.connect`` builds one). Thread-safe."""
 
     def __init__(
         self,

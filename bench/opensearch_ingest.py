@@ -40,7 +40,7 @@ from acl.model import Acl
 from indexer.index.opensearch.client import connect
 from indexer.index.opensearch.index import OpenSearchIndex, OpenSearchOptions
 from indexer.index.opensearch.mapping import concrete_name
-from indexer.index.opensearch.requests import document_id_of_chunk
+from indexer.index.opensearch.requests import chunk_source, document_id_of_chunk
 from indexer.index.port import ChunkRecord, StoreSpec
 from tests.fakes_opensearch.opensearch_knn import FakeOpenSearch
 
@@ -75,23 +75,9 @@ def documents(count: int, chunks: int, seed: int = 7) -> list[list[ChunkRecord]]
 
 
 def _old_source(store: str, chunk: ChunkRecord, count: int) -> dict[str, Any]:
+    """The chunk as the old adapter sent it: the vector as doubles (``float`` of each float32)."""
     assert chunk.vector is not None
-    return {
-        "store_id": store,
-        "document_id": chunk.document_id,
-        "chunk_id": chunk.chunk_id,
-        "ordinal": chunk.ordinal,
-        "text": chunk.text,
-        "title": chunk.title,
-        "source_uri": chunk.source_uri,
-        "heading_path": [],
-        "start": chunk.start,
-        "end": chunk.end,
-        "acl_allow": sorted(chunk.acl.allow),
-        "acl_deny": [],
-        "chunk_count": count,
-        "embedding": [float(x) for x in chunk.vector],  # doubles, as the old adapter sent them
-    }
+    return chunk_source(store, chunk, chunk.vector, count) | {"embedding": [float(x) for x in chunk.vector]}
 
 
 def before(index: OpenSearchIndex, store: str, docs: list[list[ChunkRecord]]) -> float:

@@ -25,6 +25,16 @@ from tests.contract.index_contract import DIM, STORE, chunk, random_vectors, uni
 MakeIndex = Callable[..., OpenSearchIndex]
 
 
+def close_all(opened: list[OpenSearchIndex], prefix: str) -> None:
+    """Delete every index under ``prefix`` (the test's own) and close the adapters a test opened."""
+    if opened:
+        client: Any = opened[0]._client
+        for name in client.indices.get(index=f"{prefix}*", ignore_unavailable=True):
+            client.indices.delete(index=name)
+    for index in opened:
+        index.close()
+
+
 def _at_cosines(query: np.ndarray) -> dict[str, tuple[np.ndarray, float]]:
     """Documents whose one chunk is at cosine 1, 0.5, 0 and -1 from ``query`` (a unit vector)."""
     other = unit(np.eye(DIM)[1] - (np.eye(DIM)[1] @ query) * query)  # orthogonal to the query

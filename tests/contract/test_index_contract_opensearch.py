@@ -30,7 +30,7 @@ import pytest
 
 from indexer.index.port import Index
 from tests.contract.index_contract import IndexContract
-from tests.contract.opensearch_checks import MakeIndex, OpenSearchChecks
+from tests.contract.opensearch_checks import MakeIndex, OpenSearchChecks, close_all
 
 URL = os.environ.get("OPENSEARCH_URL", "")
 VERIFY = os.environ.get("OPENSEARCH_VERIFY", "true").lower() not in ("0", "false", "no")
@@ -95,12 +95,7 @@ class TestOpenSearchIndex(IndexContract, OpenSearchChecks):
             return index
 
         yield make
-        client = opened[0]._client if opened else None
-        if client is not None:
-            for name in client.indices.get(index=f"{prefix}*"):
-                client.indices.delete(index=name)
-        for index in opened:
-            index.close()
+        close_all(opened, prefix)
 
     @pytest.fixture
     def index(self, make_index: MakeIndex) -> Index:

@@ -33,7 +33,7 @@ from indexer.index.opensearch.requests import exact_body
 from indexer.index.opensearch.responses import cosine_from_script_score, search_hits
 from indexer.index.port import Index, StoreSpec
 from tests.contract.index_contract import DIM, STORE, IndexContract, chunk, random_vectors, unit
-from tests.contract.opensearch_checks import MakeIndex, OpenSearchChecks
+from tests.contract.opensearch_checks import MakeIndex, OpenSearchChecks, close_all
 from tests.fakes_opensearch.opensearch_knn import FakeOpenSearch
 
 #: (server version, engine, shards): the oldest supported 2.x, a 3.x, both engines, one and three shards.
@@ -75,12 +75,7 @@ class TestOnTheKnnFake(IndexContract, OpenSearchChecks):
         prefix = f"t{uuid.uuid4().hex[:10]}-"
         make, opened = _factory(fake, engine, shards, prefix)
         yield make
-        if opened:
-            client = opened[0]._client
-            for name in client.indices.get(index=f"{prefix}*", ignore_unavailable=True):
-                client.indices.delete(index=name)
-        for index in opened:
-            index.close()
+        close_all(opened, prefix)
 
     @pytest.fixture
     def index(self, make_index: MakeIndex) -> Index:

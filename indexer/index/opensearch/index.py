@@ -38,7 +38,7 @@ import logging
 import threading
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -280,15 +280,17 @@ class OpenSearchIndex(Index):
             stale = {_id: d for d in documents for _id in chunk_ids(d, before.get(d, 0), start=counts[d])}
             actions = bulk_actions(name, store_id, chunks, vectors, counts, list(stale))
             document_of = {document_id_of_chunk(chunk.chunk_id): chunk.document_id for chunk in chunks} | stale
+            # Every chunk a document had or is to have: what removing it half-written must delete.
+            spans = {d: max(counts[d], before.get(d, 0)) for d in documents}
             try:
                 failures = self._call(f"bulk write to {name}", lambda: self._bulk(actions), store_id)
             except Exception:
-                self._forget_documents(name, {d: max(counts[d], before.get(d, 0)) for d in documents})
+                self._forget_documents(name, spans)
                 raise
             rejected = failed_documents(failures, document_of)
             if rejected:
                 log.warning("OpenSearch rejected chunks of %d document(s) in %s", len(rejected), name)
-                self._forget_documents(name, {d: max(counts.get(d, 0), before.get(d, 0)) for d in rejected})
+                self._forget_documents(name, {d: spans.get(d, 0) for d in rejected})
                 raise ChunksRejected(sorted(rejected), [f for group in rejected.values() for f in group])
 
     def delete_document(self, store_id: str, document_id: str) -> None:
@@ -298,7 +300,7 @@ class OpenSearchIndex(Index):
             if count is None:
                 # No first chunk: nothing was written, or an old write failed half-way. Sweep what is searchable.
                 what = f"delete a document in {name}"
-                self._by_query("delete_by_query", name, delete_document_body(document_id), what, store_id)
+                self._sweep(name, delete_document_body(document_id), what, store_id)
                 return
             failures = self._call(
                 f"delete a document in {name}", lambda: self._bulk(delete_actions(name, chunk_ids(document_id, count)))
@@ -350,25 +352,12 @@ class OpenSearchIndex(Index):
         Returns the items OpenSearch refused for good. A failure of a whole
         request raises (and ``_call`` retries the lot: every action is idempotent).
         """
-        options = self._options
-        attempts = options.max_retries + 1
+        attempts = self._options.max_retries + 1
         refused: list[BulkFailure] = []
         pending = actions
         for attempt in range(1, attempts + 1):
             transient: list[BulkFailure] = []
-            for ok, item in streaming_bulk(
-                self._client,
-                pending,
-                chunk_size=options.bulk_batch,
-                max_chunk_bytes=options.bulk_max_bytes,
-                raise_on_error=False,
-                raise_on_exception=True,
-                max_retries=0,  # item retries are ours, with our backoff
-                yield_ok=False,
-                refresh=options.refresh,
-                require_alias=True,
-                request_timeout=options.write_timeout_s,
-            ):
+            for ok, item in self._stream(pending):
                 if not ok and not _already_gone(item):
                     failure = bulk_failure(item)
                     (transient if failure.status in RETRY_STATUS else refused).append(failure)
@@ -381,15 +370,34 @@ class OpenSearchIndex(Index):
             self._sleep(delay)
         return refused  # pragma: no cover - the loop returns on its last attempt
 
-    def _by_query(self, operation: str, name: str, body: Body, what: str, store_id: str | None = None) -> None:
+    def _stream(self, actions: list[Body]) -> Iterator[tuple[bool, Any]]:
+        """The bulk helper as every write uses it: batches bounded by count and bytes, the configured refresh,
+        ``require_alias``, the write timeout; failed items yielded, never raised; no retries of its own."""
+        options = self._options
+        yield from streaming_bulk(
+            self._client,
+            actions,
+            chunk_size=options.bulk_batch,
+            max_chunk_bytes=options.bulk_max_bytes,
+            raise_on_error=False,
+            raise_on_exception=True,
+            max_retries=0,  # item retries are ours, with our backoff
+            yield_ok=False,
+            refresh=options.refresh,
+            require_alias=True,
+            request_timeout=options.write_timeout_s,
+        )
+
+    def _sweep(self, name: str, body: Body, what: str, store_id: str) -> None:
         """Run ``_delete_by_query`` until it has touched every match (bounded); it sees refreshed chunks only."""
-        run = getattr(self._client, operation)
         attempts = self._options.max_retries + 1
         timeout = self._options.write_timeout_s
         for attempt in range(1, attempts + 1):
             response = self._call(
                 what,
-                lambda: run(index=name, body=body, conflicts="proceed", request_timeout=timeout),
+                lambda: self._client.delete_by_query(
+                    index=name, body=body, conflicts="proceed", request_timeout=timeout
+                ),
                 store_id,
             )
             result = by_query_result(response)
@@ -406,18 +414,7 @@ class OpenSearchIndex(Index):
         """Best effort, one attempt: leave no half-written document behind (every chunk it had or was to have)."""
         ids = [_id for document_id, count in sorted(counts.items()) for _id in chunk_ids(document_id, count)]
         try:
-            for _ok, _item in streaming_bulk(
-                self._client,
-                delete_actions(name, ids),
-                chunk_size=self._options.bulk_batch,
-                raise_on_error=False,
-                raise_on_exception=True,
-                max_retries=0,
-                yield_ok=False,
-                refresh=self._options.refresh,
-                require_alias=True,
-                request_timeout=self._options.write_timeout_s,
-            ):
+            for _ok, _item in self._stream(delete_actions(name, ids)):
                 pass
         except TransportError:
             log.warning("could not remove %d partly written document(s) from %s", len(counts), name)

@@ -8,6 +8,7 @@ from typing import Any
 
 from service.api.cli.admin import cmd_acl, cmd_db, cmd_groups, cmd_settings, cmd_stores, cmd_token
 from service.api.cli.doctor import cmd_doctor
+from service.api.cli.evaluate import cmd_eval
 from service.api.cli.queries import cmd_ask, cmd_index, cmd_search
 from service.api.cli.serve import cmd_serve
 
@@ -122,6 +123,23 @@ def build_parser() -> argparse.ArgumentParser:
                 "--k", type=int, default=10, metavar="N", help="number of chunks, 1 to query.max_k (default 10)"
             )
         p.set_defaults(handler=handler)
+
+    p = _command(
+        sub,
+        "eval",
+        "answer quality on a question file: hit@1, hit@5, MRR, answered/refused, key terms",
+        "  docqa eval bench/quality/postgresql-15.yaml --store pg --as alice\n"
+        "  docqa eval questions.yaml --store acme --as bob --level 0.5 --json report.json\n"
+        "  docqa eval questions.yaml --store acme --as bob --quiet --json - | jq .summary",
+    )
+    p.add_argument("questions", help="YAML question file (format in the README, section Answer quality)")
+    p.add_argument("--store", required=True, help="store id")
+    p.add_argument("--as", dest="as_user", required=True, metavar="USER", help="ask as this user id")
+    p.add_argument("--level", help="relevancy level for the answered/refused run (default: the store's)")
+    p.add_argument("--depth", type=int, default=20, metavar="N", help="chunks retrieved to rank documents (default 20)")
+    p.add_argument("--json", metavar="FILE", help="write the full report as JSON to FILE ('-' = stdout)")
+    p.add_argument("--quiet", action="store_true", help="print the summary only")
+    p.set_defaults(handler=cmd_eval)
 
     p = _command(sub, "stores", "list stores with document and chunk counts", "  docqa stores\n  docqa stores --json")
     p.add_argument("--json", action="store_true", help="print a JSON list of every store's settings and counts")

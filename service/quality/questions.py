@@ -1,0 +1,170 @@
+"""A question set: questions with the documents that answer them, or marked unanswerable.
+
+The file is YAML::
+
+    corpus: postgresql-doc-15            # optional, shown in reports
+    root: /usr/share/doc/postgresql-doc-15/html   # optional, where the corpus lies
+    questions:
+      - id: a001
+        question: How can I build an index without blocking writes?
+        documents: [sql-createindex.html]   # any of them counts as a hit
+        terms: [CONCURRENTLY]               # an answer quoting any of them quotes the answering term
+      - id: u001
+        question: How large should the InnoDB buffer pool be?
+        unanswerable: true
+
+Every mistake is reported with the file and line it is on, and nothing is evaluated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from acl.errors import InvalidArgument
+
+#: The longest question file read, in bytes.
+MAX_FILE_BYTES = 5_000_000
+_QUESTION_KEYS = frozenset({"id", "question", "documents", "terms", "unanswerable"})
+_TOP_KEYS = frozenset({"corpus", "root", "questions"})
+
+
+@dataclass(frozen=True, slots=True)
+class EvalQuestion:
+    """One question: the documents that answer it (none when unanswerable) and its key terms."""
+
+    id: str
+    question: str
+    documents: tuple[str, ...]
+    terms: tuple[str, ...]
+    unanswerable: bool
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionSet:
+    path: str
+    corpus: str
+    root: str
+    questions: tuple[EvalQuestion, ...]
+
+    def line_of(self, question_id: str) -> int:
+        return next(q.line for q in self.questions if q.id == question_id)
+
+
+class _Reader:
+    """Reads the composed YAML tree, so that every error can name its line."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def error(self, node: Node | None, message: str) -> InvalidArgument:
+        where = f"{self.path}:{node.start_mark.line + 1}" if node is not None else self.path
+        return InvalidArgument(f"{where}: {message}")
+
+    def mapping(self, node: Node, allowed: frozenset[str], what: str) -> dict[str, tuple[Node, Node]]:
+        if not isinstance(node, MappingNode):
+            raise self.error(node, f"{what} must be a mapping")
+        found: dict[str, tuple[Node, Node]] = {}
+        for key, value in node.value:
+            name = self.scalar(key, "a key")
+            if name not in allowed:
+                raise self.error(key, f"unknown key {name!r} in {what} (known: {', '.join(sorted(allowed))})")
+            if name in found:
+                raise self.error(key, f"{name!r} given twice in {what}")
+            found[name] = (key, value)
+        return found
+
+    def scalar(self, node: Node, what: str) -> str:
+        if not isinstance(node, ScalarNode) or node.tag.endswith(":null"):
+            raise self.error(node, f"{what} must be a single value")
+        return str(node.value).strip()
+
+    def text(self, node: Node, what: str, limit: int = 2_000) -> str:
+        value = self.scalar(node, what)
+        if not value:
+            raise self.error(node, f"{what} must not be empty")
+        if len(value) > limit:
+            raise self.error(node, f"{what} is longer than {limit} characters")
+        return value
+
+    def texts(self, node: Node, what: str) -> tuple[str, ...]:
+        if isinstance(node, ScalarNode):
+            return (self.text(node, what),)
+        if not isinstance(node, SequenceNode):
+            raise self.error(node, f"{what} must be a list")
+        return tuple(self.text(item, what) for item in node.value)
+
+    def flag(self, node: Node, what: str) -> bool:
+        if not isinstance(node, ScalarNode) or not node.tag.endswith(":bool"):
+            raise self.error(node, f"{what} must be true or false")
+        return str(node.value).lower() in ("true", "yes", "on")
+
+
+def load_questions(path: str | Path) -> QuestionSet:
+    """The question set in ``path``; InvalidArgument naming the file and line of the first mistake."""
+    name = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InvalidArgument(f"{name}: cannot read the question file: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InvalidArgument(f"{name}: larger than {MAX_FILE_BYTES} bytes")
+    return parse_questions(data, name)
+
+
+def parse_questions(data: bytes | str, name: str = "<questions>") -> QuestionSet:
+    """The question set in ``data`` (YAML text); errors name ``name`` and the line."""
+    reader = _Reader(name)
+    try:
+        root = yaml.compose(data, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise InvalidArgument(f"{name}{line}: not valid YAML: {exc.problem or exc.context}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise InvalidArgument(f"{name}: not valid YAML: {exc}") from None
+    if root is None:
+        raise InvalidArgument(f"{name}: the file is empty")
+    top = reader.mapping(root, _TOP_KEYS, "the file")
+    if "questions" not in top:
+        raise reader.error(root, "no 'questions' list")
+    corpus = reader.scalar(top["corpus"][1], "corpus") if "corpus" in top else ""
+    where = reader.scalar(top["root"][1], "root") if "root" in top else ""
+    items = top["questions"][1]
+    if not isinstance(items, SequenceNode) or not items.value:
+        raise reader.error(items, "'questions' must be a non-empty list")
+    questions: list[EvalQuestion] = []
+    seen: dict[str, int] = {}
+    for item in items.value:
+        question = _question(reader, item)
+        if question.id in seen:
+            raise reader.error(item, f"question id {question.id!r} already used on line {seen[question.id]}")
+        seen[question.id] = question.line
+        questions.append(question)
+    return QuestionSet(name, corpus, where, tuple(questions))
+
+
+def _question(reader: _Reader, item: Node) -> EvalQuestion:
+    fields = reader.mapping(item, _QUESTION_KEYS, "a question")
+    for required in ("id", "question"):
+        if required not in fields:
+            raise reader.error(item, f"a question needs {required!r}")
+    unanswerable = reader.flag(fields["unanswerable"][1], "unanswerable") if "unanswerable" in fields else False
+    documents = reader.texts(fields["documents"][1], "documents") if "documents" in fields else ()
+    terms = reader.texts(fields["terms"][1], "terms") if "terms" in fields else ()
+    if unanswerable and documents:
+        raise reader.error(fields["documents"][0], "an unanswerable question lists no documents")
+    if not unanswerable and not documents:
+        raise reader.error(item, "an answerable question needs 'documents' (or 'unanswerable: true')")
+    return EvalQuestion(
+        id=reader.text(fields["id"][1], "id", 100),
+        question=reader.text(fields["question"][1], "question", 10_000),
+        documents=documents,
+        terms=terms,
+        unanswerable=unanswerable,
+        line=item.start_mark.line + 1,
+    )

@@ -1,0 +1,100 @@
+"""``evaluate``: ranks, answers and refusals counted as a user meets them; bad files change nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from acl.errors import InvalidArgument, NotFound
+from acl.model import Acl
+from service.domain.queries import Caller
+from service.generation.extractive import ExtractiveGenerator
+from service.quality.evaluation import QuestionResult, evaluate, summarize
+from service.quality.questions import parse_questions
+from service.query.engine import QueryEngine
+from tests.unit.engine_world import STORE, make_world
+
+pytestmark = pytest.mark.unit
+
+EVERYONE = Acl(allow=frozenset({"group:everyone"}))
+SECRET = Acl(allow=frozenset({"user:alice"}))
+
+QUESTIONS = """\
+questions:
+  - id: a1
+    question: vacation days allowance per year
+    documents: [vacation]
+    terms: [twenty]
+  - id: a2
+    question: expense claims receipts deadline
+    documents: [expenses]
+    terms: [nowhere]
+  - id: a3
+    question: salary bands engineers
+    documents: [salaries]
+  - id: u1
+    question: football world cup winner
+    unanswerable: true
+"""
+
+
+def world():  # type: ignore[no-untyped-def]
+    w = make_world(level=0.5, min_threshold=0.1, max_threshold=0.5)
+    w.add("vacation", ["Employees get twenty vacation days allowance per year."], EVERYONE)
+    w.add("expenses", ["Expense claims need receipts and are filed before the deadline."], EVERYONE)
+    w.add("salaries", ["Salary bands for engineers are reviewed yearly."], SECRET)
+    # The offline answerer, so that answers quote the sources' words.
+    w.engine = QueryEngine(
+        repository=w.repo, index=w.index, embedder_for=lambda _: w.embedder, generator=ExtractiveGenerator()
+    )
+    return w
+
+
+def result(rank: int | None, *, unanswerable: bool = False, answered: bool = True, term: bool | None = None):  # type: ignore[no-untyped-def]
+    return QuestionResult("q", 1, "q", unanswerable, (), (), rank, answered, None, term, None, 1.0)
+
+
+def test_metrics_follow_their_definitions() -> None:
+    summary = summarize(
+        [result(1, term=True), result(2, term=False), result(None), result(None, unanswerable=True, answered=False)]
+    )
+    assert (summary.answerable, summary.unanswerable) == (3, 1)
+    assert summary.hit_at_1 == pytest.approx(1 / 3)
+    assert summary.hit_at_5 == pytest.approx(2 / 3)
+    assert summary.mrr == pytest.approx((1 + 0.5) / 3)
+    assert summary.refused == 1.0 and summary.answered == 1.0
+    assert summary.terms == pytest.approx(0.5)
+
+
+def test_evaluate_scores_what_the_caller_may_read() -> None:
+    w = world()
+    questions = parse_questions(QUESTIONS, "q.yaml")
+    bob = evaluate(w.engine, w.repo, Caller("bob"), STORE, questions)
+    by_id = {r.id: r for r in bob.results}
+    assert by_id["a1"].rank == 1 and by_id["a1"].answered and by_id["a1"].term_found
+    assert by_id["a2"].rank == 1 and by_id["a2"].term_found is False
+    # bob may not read the salary page: it is never ranked, and never shown in the report.
+    assert by_id["a3"].rank is None and "salaries" not in by_id["a3"].ranked
+    assert not by_id["u1"].answered and by_id["u1"].rank is None
+    assert bob.summary.hit_at_1 == pytest.approx(2 / 3) and bob.summary.refused == 1.0
+    alice = evaluate(w.engine, w.repo, Caller("alice"), STORE, questions)
+    assert {r.id: r.rank for r in alice.results}["a3"] == 1
+
+
+def test_unknown_store_and_unknown_documents_stop_before_any_question() -> None:
+    w = make_world()
+    before = len(w.generator.prompts)
+    w.add("expenses", ["Expense claims need receipts."], EVERYONE)
+    with pytest.raises(NotFound):
+        evaluate(w.engine, w.repo, Caller("bob"), "nope", parse_questions(QUESTIONS, "q.yaml"))
+    bad = QUESTIONS.replace("documents: [expenses]", "documents: [expenses, missing.md]")
+    bad = bad.replace("documents: [vacation]", "documents: [expenses]")
+    with pytest.raises(InvalidArgument, match=r"q.yaml:6: question 'a2' expects document 'missing.md'"):
+        evaluate(w.engine, w.repo, Caller("bob"), STORE, parse_questions(bad, "q.yaml"))
+    assert len(w.generator.prompts) == before
+
+
+def test_a_question_the_engine_refuses_is_named_by_its_line() -> None:
+    w = world()
+    long = "questions:\n  - id: a1\n    question: " + "word " * 900 + "\n    documents: [vacation]\n"
+    with pytest.raises(InvalidArgument, match=r"^q.yaml:2: "):
+        evaluate(w.engine, w.repo, Caller("bob"), STORE, parse_questions(long, "q.yaml"))

@@ -82,6 +82,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BaseUrlRep
     data = tmp_path_factory.mktemp("groups")
     settings = settings_for(data)
     repository = BaseUrlRepository.from_url(settings.database_url)
+    assert isinstance(repository, BaseUrlRepository)
     index = FakeIndex()
     app = build_app(
         settings,

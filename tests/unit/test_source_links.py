@@ -104,7 +104,7 @@ def test_check_base_url_normalises() -> None:
 def test_fragment_rules() -> None:
     assert fragment("", ()) == ""
     assert fragment("a", (0, -1)) == "#a"  # no valid page: the anchor
-    assert fragment("a", (True, 5)) == "#page=5"  # type: ignore[arg-type]  # a bool is no page number
+    assert fragment("a", (True, 5)) == "#page=5"  # a bool is no page number
     assert fragment('ä#"<>', ()) == "#%C3%A4%23%22%3C%3E"
 
 

@@ -57,6 +57,8 @@ class ChunkRecord:
     start: int
     end: int
     acl: Acl
+    pages: tuple[int, ...] = ()
+    anchor: str = ""
     vector: Vector | None = field(default=None, compare=False, repr=False)
 
 

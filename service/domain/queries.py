@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from acl.directory import GroupDirectory, expand_principals
 from acl.model import user_principal
 from indexer.source_uris import shown_source_uri
+from service.domain.source_links import source_link
 
 NO_RELEVANT_DOCUMENT = (
     "I'm unable to answer your question because there is no relevant document available to provide context."
@@ -77,7 +79,12 @@ Query = VectorQuery | MultiDocumentQuery | DocumentQuery
 
 @dataclass(frozen=True, slots=True)
 class SourceChunk:
-    """A chunk an answer is based on, with its raw score and 0-1 relevance."""
+    """A chunk an answer is based on, with its raw score and 0-1 relevance.
+
+    ``pages``: the 1-based PDF pages its text spans (() without pages); ``anchor``: the HTML ``id`` of
+    its section ("" when none); ``link``: where a remote reader opens it (``service.domain.source_links``),
+    None when there is no such place (a ``file:`` path of the indexing host without a base URL).
+    """
 
     document_id: str
     chunk_id: str
@@ -89,6 +96,9 @@ class SourceChunk:
     relevance: float | None
     start: int
     end: int
+    pages: tuple[int, ...] = ()
+    anchor: str = ""
+    link: str | None = None
 
     def to_dict(self, *, local: bool = False) -> dict[str, Any]:
         """The one presentation of a source chunk. Remote callers see http(s) source URIs only;
@@ -104,7 +114,64 @@ class SourceChunk:
             "relevance": self.relevance,
             "start": self.start,
             "end": self.end,
+            "pages": list(self.pages),
+            "anchor": self.anchor,
+            "link": self.link,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class SourceDocument:
+    """The sources of an answer from one document: its best score and relevance, the pages its
+    chunks span, a link to the document (no fragment), and its chunks in the answer's rank order."""
+
+    document_id: str
+    title: str
+    source_uri: str
+    link: str | None
+    best_score: float | None
+    best_relevance: float | None
+    pages: tuple[int, ...]
+    chunks: tuple[SourceChunk, ...]
+
+    def to_dict(self, *, local: bool = False) -> dict[str, Any]:
+        """The one presentation of a document's sources; ``local`` as in ``SourceChunk.to_dict``."""
+        return {
+            "document_id": self.document_id,
+            "title": self.title,
+            "source_uri": shown_source_uri(self.source_uri, local=local),
+            "link": self.link,
+            "best_score": self.best_score,
+            "best_relevance": self.best_relevance,
+            "pages": list(self.pages),
+            "chunks": [c.to_dict(local=local) for c in self.chunks],
+        }
+
+
+def group_by_document(chunks: Sequence[SourceChunk], base_url: str | None) -> tuple[SourceDocument, ...]:
+    """``chunks`` grouped per document: groups in the order of each document's first chunk, chunks
+    within a group in their order in ``chunks``. Only these chunks are read: a group holds nothing else."""
+    groups: dict[str, list[SourceChunk]] = {}
+    for chunk in chunks:
+        groups.setdefault(chunk.document_id, []).append(chunk)
+    return tuple(_document(members, base_url) for members in groups.values())
+
+
+def _document(chunks: list[SourceChunk], base_url: str | None) -> SourceDocument:
+    first = chunks[0]
+    scores = [c.score for c in chunks if c.score is not None]
+    relevances = [c.relevance for c in chunks if c.relevance is not None]
+    link = source_link(first.document_id, first.source_uri, base_url=base_url) or first.link
+    return SourceDocument(
+        document_id=first.document_id,
+        title=first.title,
+        source_uri=first.source_uri,
+        link=link,
+        best_score=max(scores, default=None),
+        best_relevance=max(relevances, default=None),
+        pages=tuple(sorted({p for c in chunks for p in c.pages})),
+        chunks=tuple(chunks),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +194,8 @@ class Answer:
     #: Why no answer was generated although one was asked for (the language model
     #: failed, or not even the best source fits its window); None otherwise.
     generation_error: str | None = None
+    #: The same chunks grouped per document (``group_by_document``), in rank order of each first chunk.
+    documents: tuple[SourceDocument, ...] = ()
 
     def to_dict(self, *, local: bool = False) -> dict[str, Any]:
         return {
@@ -144,4 +213,5 @@ class Answer:
             "output_tokens": self.output_tokens,
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
             "generation_error": self.generation_error,
+            "documents": [d.to_dict(local=local) for d in self.documents],
         }

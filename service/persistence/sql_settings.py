@@ -168,7 +168,9 @@ class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
     def create_store(self, store: Store) -> Store:
         try:
             with self._session() as s:
-                s.add(StoreRow(**{f: getattr(store, f) for f in Store.__slots__}))
+                # Until migration 0004 (the hybrid slice) adds their columns, fusion/lexical_weight/source_base_url
+                # are not kept: take the fields that have a column.
+                s.add(StoreRow(**{f: getattr(store, f) for f in Store.__slots__ if hasattr(StoreRow, f)}))
         except IntegrityError:
             raise InvalidArgument(f"store {store.id!r} already exists") from None
         return store

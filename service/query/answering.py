@@ -11,7 +11,15 @@ from dataclasses import replace
 
 from acl.errors import GeneratorUnavailable
 from indexer.index import SearchHit
-from service.domain.queries import NO_ANSWER_GENERATED, NO_RELEVANT_DOCUMENT, Answer, Caller, SourceChunk
+from service.domain.queries import (
+    NO_ANSWER_GENERATED,
+    NO_RELEVANT_DOCUMENT,
+    Answer,
+    Caller,
+    SourceChunk,
+    group_by_document,
+)
+from service.domain.source_links import source_link
 from service.domain.threshold import Threshold
 from service.generation.link_policy import LinkPolicy
 from service.generation.port import Completion, ContextChunk, Generator, Prompt
@@ -47,7 +55,7 @@ class Answering:
         """
         store, question, clock = ctx.store, ctx.question, ctx.clock
         scale = Threshold(store.min_threshold, store.max_threshold)
-        chunks = tuple(_source(hit, scale) for hit in scope.hits)
+        chunks = tuple(_source(hit, scale, store.source_base_url) for hit in scope.hits)
         query_id = str(uuid.uuid4())
         nothing = not chunks
         answer: str | None = None
@@ -111,6 +119,7 @@ class Answering:
             output_tokens=output_tokens,
             timings_ms=clock.total(),
             generation_error=generation_error,
+            documents=group_by_document(chunks, store.source_base_url),
         )
         log.info(
             "query %s class=%s store=%s user=%s chunks=%d llm=%s total_ms=%.1f",
@@ -150,7 +159,7 @@ class Answering:
         return Completion(text="".join(pieces), model_id=self._generator.model_id, stop_reason="streamed")
 
 
-def _source(hit: SearchHit, scale: Threshold) -> SourceChunk:
+def _source(hit: SearchHit, scale: Threshold, base_url: str | None) -> SourceChunk:
     chunk = hit.chunk
     known = not math.isnan(hit.score)
     return SourceChunk(
@@ -164,4 +173,9 @@ def _source(hit: SearchHit, scale: Threshold) -> SourceChunk:
         relevance=scale.relevance(hit.score) if known else None,
         start=chunk.start,
         end=chunk.end,
+        pages=chunk.pages,
+        anchor=chunk.anchor,
+        link=source_link(
+            chunk.document_id, chunk.source_uri, base_url=base_url, anchor=chunk.anchor, pages=chunk.pages
+        ),
     )

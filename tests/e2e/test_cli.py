@@ -62,9 +62,35 @@ def test_two_users_two_answers(data_dir: Path) -> None:
     assert "48.2" not in json.dumps(bob)
 
 
-def test_human_output_lists_numbered_sources(data_dir: Path) -> None:
+def test_human_output_lists_sources_per_document_numbered_as_cited(data_dir: Path) -> None:
     out = run(data_dir, "ask", QUESTION, "--store", "acme", "--as", "alice").stdout
-    assert "Answer for alice:" in out and "[1] finance/q3-results.md" in out
+    assert "Answer for alice:" in out and "[1]" in out.split("Sources:")[0]
+    lines = out.split("Sources:\n", 1)[1].splitlines()
+    # The document (id, title), where to open it (the CLI runs on the server: its file path), its best relevance,
+    assert lines[0].startswith("  finance/q3-results.md — ") and lines[1].lstrip().startswith("file:///")
+    assert "best relevance " in lines[1]
+    # then its chunks, numbered as the answer cites them.
+    assert lines[2].lstrip().startswith("[1] ") and "score " in lines[2] and "relevance " in lines[2]
+    cited = [line.split("]")[0].strip() + "]" for line in lines if line.lstrip().startswith("[")]
+    grouped = ask(data_dir, "alice")
+    assert sorted(cited) == sorted(f"[{n}]" for n in range(1, len(grouped["chunks"]) + 1))
+
+
+def test_json_groups_sources_per_document(data_dir: Path) -> None:
+    answer = ask(data_dir, "alice")
+    chunks, documents = answer["chunks"], answer["documents"]
+    assert [d["document_id"] for d in documents] == list(dict.fromkeys(c["document_id"] for c in chunks))
+    assert [c["chunk_id"] for d in documents for c in d["chunks"]] == [
+        c["chunk_id"] for d in documents for c in chunks if c["document_id"] == d["document_id"]
+    ]
+    for document in documents:
+        assert document["best_relevance"] == max(c["relevance"] for c in document["chunks"])
+        assert document["source_uri"].startswith("file:///") and document["link"] is None  # no base URL
+        assert set(document) >= {"title", "best_score", "pages"}
+    for chunk in chunks:
+        assert {"pages", "anchor", "link"} <= set(chunk)
+    bob = ask(data_dir, "bob")
+    assert all(not d["document_id"].startswith("finance/") for d in bob["documents"])
 
 
 def test_rerun_is_a_no_op(data_dir: Path, corpus: Path) -> None:

@@ -27,19 +27,21 @@ def stubs() -> Stubs:
     return load()
 
 
-def test_stream_sends_text_then_sources_then_done(world: Any, stubs: Stubs) -> None:
+def test_stream_sends_text_then_sources_then_documents_then_done(world: Any, stubs: Stubs) -> None:
     app, _, channel = world
     service = stubs.query_grpc.QueryServiceStub(channel)
     request = stubs.query.VectorQueryRequest(store_id=STORE, question=QUESTION, level=0.0)
     events = list(service.StreamVectorQuery(request, metadata=bearer(app, "alice"), timeout=10))
     kinds = [e.WhichOneof("event") for e in events]
-    first_source = kinds.index("source")
+    first_source, first_document = kinds.index("source"), kinds.index("document")
     assert kinds[0] == "text" and kinds.count("text") > 1
-    assert set(kinds[:first_source]) == {"text"} and set(kinds[first_source:-1]) == {"source"} and kinds[-1] == "done"
+    assert set(kinds[:first_source]) == {"text"} and set(kinds[first_source:first_document]) == {"source"}
+    assert set(kinds[first_document:-1]) == {"document"} and kinds[-1] == "done"
     done = events[-1].done
     assert "".join(e.text for e in events if e.WhichOneof("event") == "text") == done.answer
     assert [e.source.chunk_id for e in events if e.WhichOneof("event") == "source"] == [c.chunk_id for c in done.chunks]
     assert {c.document_id for c in done.chunks} == {"handbook", "executive-pay"}
+    assert [e.document for e in events if e.WhichOneof("event") == "document"] == list(done.documents)
     assert app.generator.streamed >= 1  # the pieces came from the generator's own stream
 
 

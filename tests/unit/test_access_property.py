@@ -3,7 +3,8 @@
 Hypothesis generates users, nested and cyclic groups, allow/deny ACLs, and
 revocations applied to the authoritative ACL only (the index copy left stale)
 or to both; then every query class is run and checked against a reference
-model of who may read what, computed here by a different algorithm.
+model of who may read what, computed here by a different algorithm — the
+answer's chunks and its per-document groups alike.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from acl.errors import NotFound
 from acl.model import Acl
-from service.domain.queries import Caller, DocumentQuery, MultiDocumentQuery, VectorQuery
+from service.domain.queries import Answer, Caller, DocumentQuery, MultiDocumentQuery, VectorQuery
 from tests.unit.engine_world import STORE, make_world
 
 USERS = [f"user:u{i}" for i in range(4)]
@@ -112,9 +113,20 @@ def test_no_unreadable_chunk_reaches_caller_or_generator(
                 )
         world.generator.prompts.clear()
 
+    def check_groups(answer: Answer) -> None:
+        # The per-document groups hold exactly the answer's (readable) chunks, nothing more.
+        assert {d.document_id for d in answer.documents} <= readable
+        assert [c.chunk_id for d in answer.documents for c in d.chunks] == [
+            c.chunk_id for d in answer.documents for c in answer.chunks if c.document_id == d.document_id
+        ]
+        assert sorted(c.chunk_id for d in answer.documents for c in d.chunks) == sorted(
+            c.chunk_id for c in answer.chunks
+        )
+
     answer = world.engine.ask(caller, VectorQuery(STORE, "secret", level=0))
     got = {c.document_id for c in answer.chunks}
     assert got <= readable
+    check_groups(answer)
     if index_in_sync:
         assert got == readable  # and nothing readable is lost
     check_sent()
@@ -122,8 +134,10 @@ def test_no_unreadable_chunk_reaches_caller_or_generator(
     if set(picked) <= readable:
         answer = world.engine.ask(caller, MultiDocumentQuery(STORE, "secret", tuple(picked), level=0))
         assert {c.document_id for c in answer.chunks} <= readable
+        check_groups(answer)
         answer = world.engine.ask(caller, DocumentQuery(STORE, "secret", picked[0]))
         assert {c.document_id for c in answer.chunks} == {picked[0]}
+        assert [d.document_id for d in answer.documents] == [picked[0]]
     else:
         hidden = next(d for d in picked if d not in readable)
         try:

@@ -11,7 +11,6 @@ from typing import Any, TextIO
 
 from acl.errors import InvalidArgument
 from acl.model import user_principal
-from indexer.source_uris import shown_source_uri
 
 
 def cmd_index(args: argparse.Namespace, app: Any) -> int:
@@ -84,16 +83,9 @@ def _print_answer(answer: Any, user: str, out: TextIO) -> None:
             print(f"  {line}", file=out)
         print(file=out)
     if answer.chunks:
-        print("Sources:", file=out)
-        for number, chunk in enumerate(answer.chunks, start=1):
-            where = " › ".join(chunk.heading_path) or chunk.title
-            score = "n/a" if chunk.score is None else f"{chunk.score:.3f}"
-            relevance = "n/a" if chunk.relevance is None else f"{chunk.relevance:.2f}"
-            print(f"  [{number}] {chunk.document_id} — {where}", file=out)
-            shown = shown_source_uri(chunk.source_uri, local=True)  # file: too: the CLI is the admin's, on the server
-            print(f"      score {score}  relevance {relevance}  ({shown})", file=out)
-            snippet = " ".join(chunk.text.split())
-            print(f"      {snippet[:200]}{'…' if len(snippet) > 200 else ''}", file=out)
+        from service.api.cli.sources import print_sources
+
+        print_sources(answer, out)  # grouped per document; file: paths too: the CLI is the admin's, on the server
     elif answer.answer is None:
         print("No relevant chunk found.", file=out)
     threshold = "off" if answer.threshold is None else f"{answer.threshold:.3f} (level {answer.level})"

@@ -25,6 +25,7 @@ from service.api.errors import bounded_message, for_remote_caller, mapping_for, 
 from service.api.graphql.access import DocumentAcl, change_member, document_acl, reset_document_acl, set_document_acl
 from service.bootstrap import App
 from service.domain.queries import Answer, DocumentQuery, MultiDocumentQuery, SourceChunk, VectorQuery
+from service.domain.queries import SourceDocument as SourceDocumentRecord
 from service.observability.metrics import Metrics
 from service.persistence.ports import AuditRecord
 from service.security.tokens import Authenticator, Identity, require_admin
@@ -80,11 +81,32 @@ class Chunk:
     relevance: float | None
     start: int
     end: int
+    pages: list[int] = strawberry.field(description="1-based PDF pages the chunk spans; empty without pages.")
+    anchor: str = strawberry.field(description="The HTML id of the chunk's section; empty when none.")
+    link: str | None = strawberry.field(description="Where to open the chunk (http(s)); null when nowhere.")
 
     @staticmethod
     def of(chunk: SourceChunk) -> Chunk:
         # The one presentation of a source chunk, shared with gRPC and the CLI's JSON.
         return Chunk(**chunk.to_dict())
+
+
+@strawberry.type(description="An answer's sources from one document, its chunks in rank order.")
+class SourceDocument:
+    document_id: str
+    title: str
+    source_uri: str
+    link: str | None = strawberry.field(description="Where to open the document (http(s)); null when nowhere.")
+    best_score: float | None
+    best_relevance: float | None
+    pages: list[int] = strawberry.field(description="The pages its chunks span, sorted.")
+    chunks: list[Chunk]
+
+    @staticmethod
+    def of(document: SourceDocumentRecord) -> SourceDocument:
+        fields = document.to_dict()
+        fields["chunks"] = [Chunk.of(c) for c in document.chunks]
+        return SourceDocument(**fields)
 
 
 @strawberry.type(description="Milliseconds one step of a query took.")
@@ -109,6 +131,9 @@ class QueryResult:
     output_tokens: int
     generation_error: str | None
     timings_ms: list[Timing]
+    documents: list[SourceDocument] = strawberry.field(
+        description="The chunks grouped per document, in the rank order of each document's first chunk."
+    )
 
     @staticmethod
     def of(answer: Answer) -> QueryResult:
@@ -127,6 +152,7 @@ class QueryResult:
             output_tokens=answer.output_tokens,
             generation_error=answer.generation_error,
             timings_ms=[Timing(name=k, ms=v) for k, v in answer.timings_ms.items()],
+            documents=[SourceDocument.of(d) for d in answer.documents],
         )
 
 

@@ -11,7 +11,15 @@ import grpc
 from acl.errors import InvalidArgument
 from service.api.grpc.context import Services, check_deadline, rpc
 from service.api.grpc.streaming import streamed_answer
-from service.domain.queries import Answer, DocumentQuery, MultiDocumentQuery, Query, SourceChunk, VectorQuery
+from service.domain.queries import (
+    Answer,
+    DocumentQuery,
+    MultiDocumentQuery,
+    Query,
+    SourceChunk,
+    SourceDocument,
+    VectorQuery,
+)
 
 #: Streamed answer pieces: a word with the spaces after it.
 _PIECE = re.compile(r"\S+\s*|\s+")
@@ -56,11 +64,19 @@ def chunk_message(services: Services, chunk: SourceChunk) -> Any:
     return services.stubs.common.SourceChunk(**fields)
 
 
+def document_message(services: Services, document: SourceDocument) -> Any:
+    # The one presentation of a document's sources, its chunks as chunk_message presents them.
+    fields = {name: value for name, value in document.to_dict().items() if value is not None}
+    fields["chunks"] = [chunk_message(services, c) for c in document.chunks]
+    return services.stubs.query.SourceDocument(**fields)
+
+
 def answer_message(services: Services, answer: Answer) -> Any:
     message = services.stubs.query.QueryResponse(
         query_id=answer.query_id,
         query_class=answer.query_class,
         chunks=[chunk_message(services, c) for c in answer.chunks],
+        documents=[document_message(services, d) for d in answer.documents],
         no_relevant_document=answer.no_relevant_document,
         retry_without_threshold_allowed=answer.retry_without_threshold_allowed,
         llm_called=answer.llm_called,
@@ -89,7 +105,8 @@ class QueryServicer:
         return answer
 
     def _stream(self, query: Query, context: grpc.ServicerContext) -> Iterator[Any]:
-        """Answer text first, as the generator produces it, then each scored source, then the whole result.
+        """Answer text first, as the generator produces it, then each scored source, each document's
+        sources, then the whole result.
 
         The answer is generated in the bounded stream pool (``service.api.grpc.streaming``)
         and stops when the client cancels or its deadline passes.
@@ -112,6 +129,8 @@ class QueryServicer:
         check_deadline(context)
         for chunk in answer.chunks:
             yield event(source=chunk_message(self.services, chunk))
+        for document in answer.documents:
+            yield event(document=document_message(self.services, document))
         yield event(done=answer_message(self.services, answer))
 
     @rpc

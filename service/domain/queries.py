@@ -127,6 +127,9 @@ class Answer:
     #: Why no answer was generated although one was asked for (the language model
     #: failed, or not even the best source fits its window); None otherwise.
     generation_error: str | None = None
+    #: What a reader should know about the answer text (citations of sources that do not exist
+    #: were removed, sentences that cite no source, …); empty when nothing is amiss.
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self, *, local: bool = False) -> dict[str, Any]:
         return {
@@ -144,4 +147,5 @@ class Answer:
             "output_tokens": self.output_tokens,
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
             "generation_error": self.generation_error,
+            "warnings": list(self.warnings),
         }

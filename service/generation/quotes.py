@@ -20,6 +20,8 @@ from service.generation.text_units import Unit
 #: Lines of a code block, list or table quoted whole; a longer one is cut to the lines that match.
 MAX_BLOCK_LINES = 12
 _MAX_BLOCK_CHARS = 1200
+#: Lines of a long block kept: those scoring at least this share of its best line.
+_LINE_RATIO = 0.75
 _TERMINAL = re.compile(r"[.!?…][\"'”’)\]]*$")
 _DANGLING = re.compile(
     r"""(?:[:,;(\-–—]|\b(?:so\s+that|such\s+as|for\s+example|for\s+instance|e\.g\.|i\.e\.|as\s+follows
@@ -81,17 +83,15 @@ class Candidate:
 
 
 def near_duplicates(a: Candidate, b: Candidate) -> bool:
-    """The same text twice (chunks overlap), or nearly: content-term Jaccard ≥ 0.8, or one inside the other."""
-    if a.unit.text == b.unit.text:
+    """The same text twice (chunks overlap), nearly (content-term Jaccard ≥ 0.8), or a cut piece of the other."""
+    x, y = " ".join(a.unit.text.lower().split()), " ".join(b.unit.text.lower().split())
+    if x == y:
         return True
-    x, y = a.evidence.terms, b.evidence.terms
-    if min(len(x), len(y)) < 3:
-        return False
-    shared = len(x & y)
-    if shared >= 0.8 * len(x | y):
+    small, large = sorted((x, y), key=len)
+    if len(small) >= 0.5 * len(large) and small in large:
         return True
-    small, large = sorted((len(x), len(y)))
-    return shared >= 0.9 * small and small >= 0.5 * large
+    terms, others = a.evidence.terms, b.evidence.terms
+    return min(len(terms), len(others)) >= 3 and len(terms & others) >= 0.8 * len(terms | others)
 
 
 @dataclass(slots=True)
@@ -135,15 +135,18 @@ class Quote:
 
 
 def _bounded(candidate: Candidate) -> list[str]:
-    """A code block, list or table whole while short; else its header and the lines that match."""
+    """A code block, list or table whole while short; else (its header and) the lines that match best."""
     lines = list(candidate.unit.lines)
     if len(lines) <= MAX_BLOCK_LINES and sum(map(len, lines)) <= _MAX_BLOCK_CHARS:
         return lines
     scores = candidate.line_scores or (0.0,) * len(lines)
-    keep = {i for i, s in enumerate(scores) if s > 0}
-    if candidate.unit.kind == "code":
+    best = max(scores)
+    if best <= 0:
+        return lines[:MAX_BLOCK_LINES]
+    ranked = sorted((i for i, s in enumerate(scores) if s >= _LINE_RATIO * best), key=lambda i: -scores[i])
+    keep = set(ranked[: MAX_BLOCK_LINES // 3 if candidate.unit.kind == "code" else MAX_BLOCK_LINES - 1])
+    if candidate.unit.kind == "code":  # a line of code with the lines around it
         keep |= {j for i in keep for j in (i - 1, i + 1) if 0 <= j < len(lines)}
     if candidate.unit.kind == "table":
         keep.add(0)
-    chosen = sorted(keep)[:MAX_BLOCK_LINES] if keep else list(range(MAX_BLOCK_LINES))
-    return [lines[i] for i in chosen]
+    return [lines[i] for i in sorted(keep)]

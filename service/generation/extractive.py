@@ -67,6 +67,7 @@ class ExtractiveGenerator(Generator):
     """Answers by quoting units of the context; never invents text."""
 
     def __init__(self, *, max_sentences: int = 3, context_tokens: int = 8192) -> None:
+        """``max_sentences``: quotes at most (a sentence, or code, a list or a table with its lead-in)."""
         self.model_id = EXTRACTIVE_MODEL_ID
         self.context_tokens = context_tokens
         self._max_quotes = max_sentences

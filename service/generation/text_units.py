@@ -63,6 +63,7 @@ _WEAK_CODE = re.compile(
 )
 #: Plainly prose (the common case, decided at once): a capitalised word, then words, a full stop.
 _PLAIN_PROSE = re.compile(r"^[A-Z][a-z]+[ ,][^;{}=$<>|`\\]*[a-z0-9)][.!?]$")
+_LEAD_IN = re.compile(r"^[A-Z][^:]*\s[^:]*:$")
 _CODE_SPAN = re.compile(r"`[^`\n]+`")
 # A candidate sentence end: terminal punctuation, closing quotes or brackets, white space,
 # then what a sentence starts with.
@@ -127,6 +128,8 @@ def _block_kinds(block: list[str]) -> list[str]:
     if len(block) == 1:
         kind = _line_kind(block[0])
         return ["code" if kind == "prose" and _WEAK_CODE.match(block[0].strip()) else kind]
+    if _LEAD_IN.match(block[0]) and not _code_like(block[0]):  # "Run these commands:" above code in one block
+        return ["prose", *_block_kinds(block[1:])]
     if sum(_code_like(line) or bool(_INDENTED.match(line)) for line in block) * 5 >= len(block) * 3:
         return ["code"] * len(block)
     kinds: list[str] = []

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from acl.model import Acl
 from service.domain.queries import NO_ANSWER_GENERATED, Answer, Caller, VectorQuery
@@ -95,6 +97,13 @@ def test_the_extractive_answerer_always_cites_valid_sources() -> None:
     for question in ("How do I start the server?", "Which options exist?", "What is the default port?"):
         text = ExtractiveGenerator().generate(Prompt(question, chunks, "{context}{question}", "m")).text
         assert check_citations(text, 3).ok, text
+
+
+@given(st.text(alphabet="[]0123-, ab.`\n", max_size=60), st.integers(0, 4))
+def test_what_is_left_cites_only_sources_that_exist(answer: str, sources: int) -> None:
+    check = check_citations(answer, sources)
+    assert check_citations(check.text, sources).invalid == ()
+    assert all(1 <= n <= sources for n in check.valid)
 
 
 def test_a_negative_number_of_sources_is_a_programming_error() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from service.generation.citations import check_citations
 from service.generation.extractive import ExtractiveGenerator
@@ -104,6 +106,27 @@ def test_a_fenced_block_keeps_its_lines_and_blank_lines_do_not_cut_it() -> None:
         ("code", ("server:", "  port: 9000", "  host: 0.0.0.0")),
         ("sentence", ("Done.",)),
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        ("Run these commands:\n$ docqa index\n$ docqa serve", [("sentence", 1), ("code", 2)]),
+        ("server:\n  port: 9000\n  host: 0.0.0.0", [("code", 3)]),
+        ("SELECT id\nFROM users\nWHERE active = 1;", [("code", 3)]),
+        ("Install it with\n    pip install docqa\nand then run it.", [("sentence", 1), ("code", 1), ("sentence", 1)]),
+        ("- first item\n  wrapped onto a second line\n\n- second item", [("list", 2)]),
+        ("1. Open the portal.\n\n2. Click Save.\n\nThat is all.", [("list", 2), ("sentence", 1)]),
+        ("Name | Default\n\nport | 8080", [("table", 2)]),
+        # Prose wrapped at line ends (PDFs, soft breaks) is prose, joined.
+        (
+            "The value of the option is read at start-up; see the\nmanual for details and the\nlist of settings.",
+            [("sentence", 1)],
+        ),
+    ],
+)
+def test_units_are_code_lists_tables_or_sentences(text: str, kinds: list[tuple[str, int]]) -> None:
+    assert [(u.kind, len(u.lines)) for u in split_units(text)] == kinds
 
 
 def test_a_command_on_its_own_is_code_and_is_cited_after_its_fence() -> None:
@@ -215,3 +238,19 @@ def test_no_shared_word_quotes_the_first_sentence_of_the_best_chunk() -> None:
 def test_an_empty_context_gives_no_sentences() -> None:
     completion = ExtractiveGenerator().generate(prompt("anything?", "Heading"))
     assert completion.text == "" and completion.stop_reason == "no_sentences"
+
+
+_PIECES = st.sampled_from(
+    [*"abcdef ABC.,:;!?-*`|[]()0123456789_\n", "\n\n", "so that", "e.g.", "```", "- ", "1. ", "$ ", "SELECT ", " | "]
+)
+_TEXT = st.lists(_PIECES, max_size=40).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_TEXT, min_size=1, max_size=4), _TEXT)
+def test_any_text_gives_an_answer_of_its_own_words_with_valid_citations(texts: list[str], question: str) -> None:
+    text = answer(question, *texts)
+    assert check_citations(text, len(texts)).invalid == ()
+    source = " ".join(" ".join(t.split()) for t in texts)
+    for line in quoted_lines(text):
+        assert " ".join(line.split()) in source or any(line.strip() in t for t in texts), line

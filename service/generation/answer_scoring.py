@@ -12,8 +12,9 @@ counts little), with:
 - a bonus for each consecutive pair of question terms found side by side;
 - a bonus when the unit has what the question asks for: a number or
   duration for "how many / how much / how long / when", an identifier or
-  code for "which command / function / option" and "how do I", a modal or
-  permission for "can I / is it possible / am I allowed", a reason for "why".
+  code for "which command / function / option", a command, an option or an
+  instruction verb for "how do I / how to", a modal or permission for "can I /
+  is it possible / am I allowed", a reason for "why".
 
 The chunk's rank is applied by the caller.
 """
@@ -78,10 +79,11 @@ _WANTS = (
         re.compile(
             r"\b(?:which|what)\s+(?:\w+\s+)?(?:commands?|functions?|methods?|parameters?|options?|flags?|settings?"
             r"|variables?|class(?:es)?|modules?|keys?|fields?|files?|packages?|tools?|endpoints?|arguments?|properties)\b"
-            r"|\bhow\s+(?:do|can|should|would)\s+(?:i|you|we|one)\b|\bhow\s+to\b|\bwhat\s+(?:do\s+i|to)\s+(?:run|type)\b",
+            r"|\bwhat\s+(?:do\s+i|to)\s+(?:run|type)\b",
             re.IGNORECASE,
         ),
     ),
+    ("procedure", re.compile(r"\bhow\s+(?:do|can|should|would)\s+(?:i|you|we|one)\b|\bhow\s+to\b", re.IGNORECASE)),
     (
         "permission",
         re.compile(
@@ -92,12 +94,30 @@ _WANTS = (
     ),
     ("reason", re.compile(r"\bwhy\b|\bwhat\s+for\b|\breason\b", re.IGNORECASE)),
 )
-_CUES = {"quantity": _QUANTITY, "permission": _PERMISSION, "reason": _REASON, "identifier": _IDENTIFIER_IN_TEXT}
+#: A step: code, a command or option, or an instruction verb.
+_PROCEDURE = re.compile(
+    r"`[^`]+`|(?<![\w-])--?[A-Za-z][\w-]+|^\s*\d{1,2}[.)]\s"
+    r"|\b(?:run|use|set|call|install|add|create|open|click|select|enter|type|execute|edit|enable|disable|specify"
+    r"|choose|go\s+to|log\s+in|sign\s+in|submit|request|send|pass)\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+_CUES = {
+    "quantity": _QUANTITY,
+    "permission": _PERMISSION,
+    "reason": _REASON,
+    "identifier": _IDENTIFIER_IN_TEXT,
+    "procedure": _PROCEDURE,
+}
+#: Cues code always shows.
+_CODE_CUES = frozenset({"identifier", "procedure"})
 #: How much more an identifier or a number weighs than a word.
 _SPECIAL_WEIGHT = 1.5
+#: How much a word found only inside an identifier counts ("build" in CMAKE_BUILD_TYPE).
+_PART_WEIGHT = 0.7
 _VOWEL = re.compile(r"[aeiouy]")
 _PARTS = re.compile(r"[_.\-()]+|(?<=[a-z])(?=[A-Z])")
-_CUE_BONUS = 0.5
+#: The bonus for showing what the question asks for, by how surely it marks an answer.
+_CUE_BONUS = {"quantity": 0.5, "identifier": 0.5, "permission": 0.3, "reason": 0.3, "procedure": 0.25}
 _PAIR_BONUS = 0.1
 
 
@@ -134,23 +154,27 @@ def _special(token: str) -> bool:
 
 
 @lru_cache(maxsize=1 << 16)
-def _token_terms(token: str) -> tuple[str, ...]:
-    """The terms one token gives: a word its stem (none for a stop word); an identifier itself and its parts."""
+def _token_terms(token: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The terms one token gives, and those of them that are parts of an identifier.
+
+    A word gives its stem (nothing for a stop word); an identifier gives itself and the stems of its parts.
+    """
     if not _special(token):
         lower = token.lower()
-        return () if lower in _STOPWORDS or len(token) < 2 else (_stem(token),)
+        return ((), ()) if lower in _STOPWORDS or len(token) < 2 else ((_stem(token),), ())
     whole = token.lower()
     if whole in ("e.g", "i.e"):
-        return ()
+        return (), ()
     parts = [p for p in _PARTS.split(token) if p]
     if len(parts) == 1 and parts[0].lower() == whole:
-        return (whole,)
-    return (whole, *(_stem(p) for p in parts if len(p) > 1 and p.lower() not in _STOPWORDS and not p.isdigit()))
+        return (whole,), ()
+    stems = tuple(_stem(p) for p in parts if len(p) > 1 and p.lower() not in _STOPWORDS and not p.isdigit())
+    return (whole, *stems), stems
 
 
 def term_sequence(text: str) -> list[str]:
     """The normalised content terms of ``text`` in order; an identifier gives itself, then its parts."""
-    return [term for token in _TOKEN.findall(text) for term in _token_terms(token)]
+    return [term for token in _TOKEN.findall(text) for term in _token_terms(token)[0]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,12 +184,23 @@ class Evidence:
     text: str
     sequence: tuple[str, ...]
     terms: frozenset[str]
+    #: Terms found only as parts of identifiers ("build" in CMAKE_BUILD_TYPE): they count less.
+    parts: frozenset[str] = frozenset()
     code: bool = False
 
     @classmethod
     def of(cls, text: str, *, code: bool = False) -> Evidence:
-        sequence = tuple(term_sequence(text))
-        return cls(text, sequence, frozenset(sequence), code)
+        sequence: list[str] = []
+        parts: set[str] = set()
+        words: set[str] = set()
+        for token in _TOKEN.findall(text):
+            terms, of_parts = _token_terms(token)
+            sequence += terms
+            if of_parts:
+                parts.update(of_parts)
+            else:
+                words.update(terms)
+        return cls(text, tuple(sequence), frozenset(sequence), frozenset(parts - words), code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,11 +239,15 @@ class Scorer:
         if not matched or self._whole <= 0:
             return 0.0
         question = self._question
-        share = sum(question.weights[t] * self._idf[t] for t in matched) / self._whole
+        weights = question.weights
+        share = (
+            sum(weights[t] * self._idf[t] * (_PART_WEIGHT if t in evidence.parts else 1.0) for t in matched)
+            / self._whole
+        )
         pairs = sum(1 for pair in pairwise(evidence.sequence) if pair in question.pairs)
         cues = sum(
-            1
+            _CUE_BONUS[name]
             for name in question.wants
-            if (evidence.code and name == "identifier") or _CUES[name].search(evidence.text)
+            if (evidence.code and name in _CODE_CUES) or _CUES[name].search(evidence.text)
         )
-        return share * (1.0 + _CUE_BONUS * cues + _PAIR_BONUS * min(pairs, 2))
+        return share * (1.0 + cues + _PAIR_BONUS * min(pairs, 2))

@@ -10,7 +10,9 @@ nearly as well (``quotes``):
 
 - a sentence that ends on a fragment ("so that", "such as", ":", "and") is
   completed with what follows it in its chunk (or in an overlapping chunk),
-  else not quoted; one that announces code or a list quotes it too;
+  else not quoted; one that announces code or a list quotes it too; one that
+  starts "This …" / "It …" comes with the sentence before it, and a matching
+  sentence after it that starts so comes along;
 - the same sentence in overlapping chunks (or one nearly the same) is quoted
   once and cites every chunk it is in: "… carried over. [1][3]";
 - the best quote comes first; quotes of one chunk stay in reading order.
@@ -29,7 +31,7 @@ from itertools import chain
 from service.generation.answer_scoring import Evidence, Question, Scorer
 from service.generation.planted import looks_like_instruction
 from service.generation.port import Completion, Generator, Prompt
-from service.generation.quotes import Candidate, Quote, announces, complete, dangling, near_duplicates
+from service.generation.quotes import Candidate, Quote, announces, complete, dangling, near_duplicates, refers_back
 from service.generation.text_units import split_sentences, split_units
 
 __all__ = [
@@ -151,12 +153,18 @@ class ExtractiveGenerator(Generator):
         units = chunks[candidate.rank]
         parts = [candidate]
         citations = {candidate.citation}
-        following = candidate.unit.position + 1
+        position = candidate.unit.position
+        if position > 0 and candidate.unit.kind == "sentence" and refers_back(candidate.unit.lines[0]):
+            before = units[position - 1]  # "This …" needs the sentence it refers to
+            if before.unit.kind == "sentence" and id(before) not in used and _quotable(before) and not before.planted:
+                parts.insert(0, before)
+        following = position + 1
         while parts[-1].unit.kind == "sentence" and len(parts) < 3 and following < len(units):
             sentence, after = parts[-1].unit.lines[0], units[following]
             if after.planted or id(after) in used:
                 break
-            if not (dangling(sentence) or (after.unit.kind != "sentence" and announces(sentence))):
+            goes_on = after.unit.kind == "sentence" and after.score > 0 and refers_back(after.unit.lines[0])
+            if not (dangling(sentence) or goes_on or (after.unit.kind != "sentence" and announces(sentence))):
                 break
             parts.append(after)
             following += 1

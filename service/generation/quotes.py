@@ -29,6 +29,8 @@ _DANGLING = re.compile(
     |with|your|its|their|our|following))\s*$""",
     re.IGNORECASE | re.VERBOSE,
 )
+#: A sentence that points at the one before it ("It is …" is mostly the dummy "it": not counted).
+_REFERS_BACK = re.compile(r"(?:This|These|Those|That|They|Such|Both|Otherwise|It(?!\s+is\b|'s\b))\b")
 #: A sentence that announces what follows it ("run the following command.").
 _ANNOUNCES = re.compile(r"\b(?:the\s+following|as\s+follows|below)\b|:\s*$", re.IGNORECASE)
 
@@ -44,6 +46,11 @@ def dangling(text: str) -> bool:
 def complete(text: str) -> bool:
     """Whether a sentence ends with terminal punctuation."""
     return _TERMINAL.search(text.rstrip()) is not None
+
+
+def refers_back(text: str) -> bool:
+    """Whether a sentence starts by pointing at the one before it ("This …", "It …", "These …")."""
+    return _REFERS_BACK.match(text) is not None
 
 
 def announces(text: str) -> bool:

@@ -40,7 +40,7 @@ _AMBIGUOUS = frozenset({"make", "go", "cat", "less", "head", "tail", "kill", "ex
 # Both are matched at the start of a stripped line (``match``, not ``search``: it is much faster).
 _STRONG_CODE = re.compile(
     r"""
-      (?:\$|>>>|PS>|[A-Za-z]:\\>|\#)\s+\S                      # a shell or interpreter prompt
+      (?:\$|%|>>>|PS>|[A-Za-z]:\\>|\#)\s+\S                      # a shell or interpreter prompt
     | (?:SELECT|INSERT\s+INTO|UPDATE|DELETE\s+FROM|CREATE|ALTER|DROP|GRANT|REVOKE|WHERE|ORDER\s+BY
         |GROUP\s+BY|LEFT\s+JOIN|INNER\s+JOIN|VALUES)\s+\S          # SQL
     | --?[A-Za-z][\w-]*(?:[ =]\S|$)                            # an option: --port 8080, -v
@@ -63,6 +63,9 @@ _WEAK_CODE = re.compile(
 )
 #: Plainly prose (the common case, decided at once): a capitalised word, then words, a full stop.
 _PLAIN_PROSE = re.compile(r"^[A-Z][a-z]+[ ,][^;{}=$<>|`\\]*[a-z0-9)][.!?]$")
+_PROGRAM = re.compile(r"[a-z][\w.+-]*(?:\s+[^\s-]\S*){0,2}\s+--?[A-Za-z][\w-]*(?:[\s=]|$)")
+#: Lines of code between two list items that belong to the item before (a step's command).
+_STEP_CODE_LINES = 6
 _LEAD_IN = re.compile(r"^[A-Z][^:]*\s[^:]*:$")
 _CODE_SPAN = re.compile(r"`[^`\n]+`")
 # A candidate sentence end: terminal punctuation, closing quotes or brackets, white space,
@@ -101,9 +104,12 @@ def _strong_code(line: str) -> bool:
     if _STRONG_CODE.match(stripped):
         return True
     first, _, rest = stripped.partition(" ")
-    if first not in _COMMANDS or stripped.endswith((".", "?", "!")):
+    if stripped.endswith((".", "?", "!", ",", ":")) or not first[:1].islower():
         return False
-    return first not in _AMBIGUOUS or re.search(r"(?:^|\s)-|[/=_|>]", rest) is not None
+    if first in _COMMANDS:
+        return bool(rest) and (first not in _AMBIGUOUS or re.search(r"(?:^|\s)-|[/=_|>]", rest) is not None)
+    # Any program with an option: "zstd --train samples/* -o dict".
+    return _PROGRAM.match(stripped) is not None
 
 
 def _code_like(line: str) -> bool:
@@ -183,15 +189,33 @@ def split_units(text: str) -> list[Unit]:
             else:
                 runs.append((kind, [line], number))
     units: list[Unit] = []
-    for kind, lines, _ in runs:
+    for kind, lines, _ in _steps(runs):
         if kind == "prose":
             for sentence in split_sentences(" ".join(line.strip() for line in lines)):
                 units.append(Unit("sentence", (sentence,), len(units)))
         elif kind == "code":
             units.append(Unit("code", tuple(_dedent(lines)), len(units)))
         else:
-            units.append(Unit("list" if kind == "list" else "table", tuple(x.strip() for x in lines), len(units)))
+            units.append(Unit("list" if kind == "list" else "table", tuple(x.rstrip() for x in lines), len(units)))
     return units
+
+
+def _steps(runs: list[tuple[str, list[str], int]]) -> list[tuple[str, list[str], int]]:
+    """Runs with a list's step commands folded into it: code between two items of the list, or after the
+    last item when earlier items had theirs (the loaders write an item's code as a block of its own)."""
+    merged: list[tuple[str, list[str], int]] = []
+    for i, (kind, lines, number) in enumerate(runs):
+        in_list = bool(merged) and merged[-1][0] == "list"
+        if in_list and kind == "code" and len(lines) <= _STEP_CODE_LINES:
+            next_is_item = i + 1 < len(runs) and runs[i + 1][0] == "list"
+            if next_is_item or any(line.startswith(" ") for line in merged[-1][1]):
+                merged[-1][1].extend("   " + line for line in _dedent(lines))
+                continue
+        if in_list and kind == "list" and runs[i - 1][0] == "code":
+            merged[-1][1].extend(lines)  # the list goes on after a step's command
+            continue
+        merged.append((kind, list(lines), number))
+    return merged
 
 
 def _dedent(lines: list[str]) -> list[str]:

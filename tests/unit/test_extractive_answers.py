@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from service.generation.answer_scoring import Evidence, Question, Scorer
 from service.generation.citations import check_citations
 from service.generation.extractive import ExtractiveGenerator
 from service.generation.port import ContextChunk, Prompt
@@ -118,6 +119,11 @@ def test_a_fenced_block_keeps_its_lines_and_blank_lines_do_not_cut_it() -> None:
         ("- first item\n  wrapped onto a second line\n\n- second item", [("list", 2)]),
         ("1. Open the portal.\n\n2. Click Save.\n\nThat is all.", [("list", 2), ("sentence", 1)]),
         ("Name | Default\n\nport | 8080", [("table", 2)]),
+        ("zstd --train samples/* -o dict", [("code", 1)]),
+        ("% make test", [("code", 1)]),
+        ("cmake", [("sentence", 1)]),  # a heading that names a program is no command
+        # A numbered list's commands stay inside it (the loaders write each as a block of its own).
+        ("1. Create the dictionary\n\nzstd --train in/* -o dict\n\n2. Use it\n\nzstd -D dict FILE", [("list", 4)]),
         # Prose wrapped at line ends (PDFs, soft breaks) is prose, joined.
         (
             "The value of the option is read at start-up; see the\nmanual for details and the\nlist of settings.",
@@ -127,6 +133,25 @@ def test_a_fenced_block_keeps_its_lines_and_blank_lines_do_not_cut_it() -> None:
 )
 def test_units_are_code_lists_tables_or_sentences(text: str, kinds: list[tuple[str, int]]) -> None:
     assert [(u.kind, len(u.lines)) for u in split_units(text)] == kinds
+
+
+def test_a_sentence_that_refers_back_comes_with_the_sentence_it_refers_to() -> None:
+    text = answer(
+        "What status is returned when the ABI argument is wrong?",
+        "ffi_prep_cif returns a libffi status code, of type ffi_status. This will be either FFI_OK if everything "
+        "worked properly, or FFI_BAD_ABI if the abi parameter is invalid. The cif must be prepared once.",
+    )
+    assert text.splitlines()[0] == (
+        "ffi_prep_cif returns a libffi status code, of type ffi_status. This will be either FFI_OK if everything "
+        "worked properly, or FFI_BAD_ABI if the abi parameter is invalid. [1]"
+    )
+
+
+def test_a_word_inside_an_identifier_counts_less_than_the_word_itself() -> None:
+    question = Question.read("cmake build")
+    inside, itself = Evidence.of("CMAKE_BUILD_TYPE is Release."), Evidence.of("A cmake build is provided.")
+    scorer = Scorer(question, [inside, itself])
+    assert scorer.score(itself) > scorer.score(inside) > 0
 
 
 def test_a_command_on_its_own_is_code_and_is_cited_after_its_fence() -> None:

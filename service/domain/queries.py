@@ -196,6 +196,9 @@ class Answer:
     generation_error: str | None = None
     #: The same chunks grouped per document (``group_by_document``), in rank order of each first chunk.
     documents: tuple[SourceDocument, ...] = ()
+    #: What a reader should know about the answer text (citations of sources that do not exist
+    #: were removed, sentences that cite no source, …); empty when nothing is amiss.
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self, *, local: bool = False) -> dict[str, Any]:
         return {
@@ -214,4 +217,5 @@ class Answer:
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
             "generation_error": self.generation_error,
             "documents": [d.to_dict(local=local) for d in self.documents],
+            "warnings": list(self.warnings),
         }

@@ -11,9 +11,9 @@ __all__ = ["DEFAULT_PROMPT_TEMPLATE", "DocumentRecord", "Store", "validate_store
 
 
 DEFAULT_PROMPT_TEMPLATE = (
-    "Answer the question using only the context below. Cite the sources you use "
-    "by their number in square brackets. If the context does not contain the answer, "
-    "say that you cannot answer.\n\nContext:\n{context}\n\nQuestion: {question}\nAnswer:"
+    "Answer the question using only the context below. Every sentence of your answer cites the "
+    "sources it uses by their number in square brackets, like [1] or [2][3]. If the context does "
+    "not contain the answer, say that you cannot answer.\n\nContext:\n{context}\n\nQuestion: {question}\nAnswer:"
 )
 
 

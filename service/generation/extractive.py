@@ -1,24 +1,207 @@
-"""The offline answerer: quotes the best sentences of the top chunks, with citations.
+"""The offline answerer: quotes what answers the question from the top chunks, each quote cited.
 
-No model, no account. A sentence's score is the share of the question's
-content words it contains (with light stemming), weighted by its chunk's
-rank, so the answer is always verbatim text from a source the caller may read.
+No model, no account; the answer is always verbatim text from sources the
+caller may read. Each chunk is cut into units (``text_units``: sentences,
+and code blocks, lists and tables that are never cut); each unit is scored
+against the question (``answer_scoring``) and weighted by its chunk's rank,
+gently, so the best-matching sentence of the second chunk beats a weak one
+of the first. The answer quotes the best unit and up to two more that score
+nearly as well (``quotes``):
+
+- a sentence that ends on a fragment ("so that", "such as", ":", "and") is
+  completed with what follows it in its chunk (or in an overlapping chunk),
+  else not quoted; one that announces code or a list quotes it too; one that
+  starts "This …" / "It …" comes with the sentence before it, and a matching
+  sentence after it that starts so comes along;
+- the same sentence in overlapping chunks (or one nearly the same) is quoted
+  once and cites every chunk it is in: "… carried over. [1][3]";
+- the best quote comes first; quotes of one chunk stay in reading order.
 
 A sentence that speaks to the assistant instead of stating something
-(``looks_like_instruction``: "ignore previous instructions", "you are now",
-"respond only with", "output the following", "system prompt", "AI assistants
-must", a Markdown image or link, …) is planted text, not evidence: it is
-quoted only when no other sentence shares a word with the question.
+(``looks_like_instruction``) is planted text, not evidence: it is quoted only
+when no other unit shares a word with the question.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from itertools import chain
 
+from service.generation.answer_scoring import Evidence, Question, Scorer
+from service.generation.planted import looks_like_instruction
 from service.generation.port import Completion, Generator, Prompt
+from service.generation.quotes import Candidate, Quote, announces, complete, dangling, near_duplicates, refers_back
+from service.generation.text_units import split_sentences, split_units
+
+__all__ = [
+    "EXTRACTIVE_MODEL_ID",
+    "ExtractiveGenerator",
+    "content_terms",
+    "looks_like_instruction",
+    "split_sentences",
+]
+
+EXTRACTIVE_MODEL_ID = "extractive"
+
+#: A further quote only if it scores at least this share of the best.
+_KEEP_RATIO = 0.75
+#: How much each step down the ranking weighs a chunk's units (1 / (1 + step × rank)).
+_RANK_STEP = 0.12
+#: A chunk's first unit that starts in lower case is the tail of a sentence cut by the chunker.
+_FRAGMENT_WEIGHT = 0.6
+#: Lines an answer stops growing at (code, lists and tables are long).
+_MAX_LINES = 14
+_SENTENCE_ENDS = frozenset(".!?\"'”:")
+
+
+def _quotable(candidate: Candidate) -> bool:
+    """A unit worth quoting: code, a list, a table, or a sentence that is not a bare heading or fragment."""
+    unit = candidate.unit
+    if unit.kind != "sentence":
+        return len(unit.text.strip()) >= 4
+    sentence = unit.lines[0]
+    words = sentence.split()
+    return len(sentence) >= 12 and (sentence.rstrip()[-1:] in _SENTENCE_ENDS or len(words) >= 8)
+
+
+class ExtractiveGenerator(Generator):
+    """Answers by quoting units of the context; never invents text."""
+
+    def __init__(self, *, max_sentences: int = 3, context_tokens: int = 8192) -> None:
+        """``max_sentences``: quotes at most (a sentence, or code, a list or a table with its lead-in)."""
+        self.model_id = EXTRACTIVE_MODEL_ID
+        self.context_tokens = context_tokens
+        self._max_quotes = max_sentences
+
+    def generate(self, prompt: Prompt) -> Completion:
+        question = Question.read(prompt.question)
+        chunks = self._candidates(prompt)
+        everything = [c for units in chunks for c in units]
+        scorer = Scorer(question, (c.evidence for c in everything))
+        for candidate in everything:
+            weight = 1.0 / (1.0 + _RANK_STEP * candidate.rank)
+            unit = candidate.unit
+            if unit.position == 0 and unit.kind == "sentence" and unit.lines[0][:1].islower():
+                weight *= _FRAGMENT_WEIGHT
+            candidate.score = scorer.score(candidate.evidence)
+            candidate.score_lines(scorer)
+            candidate.score *= weight
+        quotes = self._choose(chunks, everything)
+        if not quotes:
+            return Completion(text="", model_id=self.model_id, stop_reason="no_sentences")
+        # The best quote's chunk first; within a chunk, reading order.
+        order: dict[int, int] = {}
+        for quote in quotes:
+            order.setdefault(quote.first.citation, len(order))
+        quotes.sort(key=lambda q: (order[q.first.citation], q.first.unit.position))
+        return Completion(
+            text="\n".join(q.render() for q in quotes),
+            model_id=self.model_id,
+            input_tokens=0,
+            output_tokens=0,
+            stop_reason="eos_token",
+            used_citations=tuple(sorted({n for q in quotes for n in q.citations})),
+        )
+
+    @staticmethod
+    def _candidates(prompt: Prompt) -> list[list[Candidate]]:
+        chunks: list[list[Candidate]] = []
+        for rank, chunk in enumerate(prompt.chunks):
+            units = split_units(chunk.text)
+            chunks.append(
+                [Candidate(rank, chunk.citation, u, Evidence.of(u.text, code=u.kind == "code")) for u in units]
+            )
+        return chunks
+
+    def _choose(self, chunks: list[list[Candidate]], everything: list[Candidate]) -> list[Quote]:
+        quotable = [c for c in everything if _quotable(c)]
+        scored = sorted((c for c in quotable if c.score > 0), key=lambda c: (-c.score, c.rank, c.unit.position))
+        # Whether a unit is planted is asked lazily, best first, only as far as the answer reads: the check costs.
+        evidence = (c for c in scored if not c.planted)
+        first = next(evidence, None)
+        ranked: Iterable[Candidate]
+        if first is not None:
+            ranked = chain((first,), evidence)
+        else:
+            # Instructions to the assistant are quoted only when nothing else is evidence at all;
+            # when nothing shares a word with the question, the best chunk's first quotable unit.
+            unscored = next((c for c in quotable if not c.planted), None)
+            ranked = scored or ([unscored] if unscored else quotable[:1])
+        quotes: list[Quote] = []
+        used: set[int] = set()  # ids of candidates quoted or merged into a quote
+        best = 0.0
+        for candidate in ranked:
+            if len(quotes) == self._max_quotes or sum(len(q.render().splitlines()) for q in quotes) >= _MAX_LINES:
+                break
+            if quotes and candidate.score < _KEEP_RATIO * best:
+                break
+            if id(candidate) in used:
+                continue
+            quote = self._quote(candidate, chunks, everything, used)
+            if quote is None:
+                continue
+            best = best or quote.score
+            quotes.append(quote)
+        return quotes
+
+    @staticmethod
+    def _quote(
+        candidate: Candidate, chunks: list[list[Candidate]], everything: list[Candidate], used: set[int]
+    ) -> Quote | None:
+        """The quote that starts at ``candidate``, completed; None when it would end on a fragment."""
+        units = chunks[candidate.rank]
+        parts = [candidate]
+        citations = {candidate.citation}
+        position = candidate.unit.position
+        if position > 0 and candidate.unit.kind == "sentence" and refers_back(candidate.unit.lines[0]):
+            before = units[position - 1]  # "This …" needs the sentence it refers to
+            if before.unit.kind == "sentence" and id(before) not in used and _quotable(before) and not before.planted:
+                parts.insert(0, before)
+        following = position + 1
+        while parts[-1].unit.kind == "sentence" and len(parts) < 3 and following < len(units):
+            sentence, after = parts[-1].unit.lines[0], units[following]
+            if after.planted or id(after) in used:
+                break
+            goes_on = after.unit.kind == "sentence" and after.score > 0 and refers_back(after.unit.lines[0])
+            if not (dangling(sentence) or goes_on or (after.unit.kind != "sentence" and announces(sentence))):
+                break
+            parts.append(after)
+            following += 1
+        last = parts[-1]
+        if last.unit.kind == "sentence" and not complete(last.unit.lines[0]) and following >= len(units):
+            # The chunk ends inside the sentence: an overlapping chunk may hold all of it.
+            whole = _longer_version(last, everything)
+            if whole is not None:
+                parts[-1] = whole
+                citations.add(whole.citation)
+        if parts[-1].unit.kind == "sentence" and dangling(parts[-1].unit.lines[0]):
+            return None
+        for part in parts:
+            used.add(id(part))
+            for other in everything:
+                # A near-duplicate shares the part's words with the question: it scores too (unless nothing does).
+                if id(other) in used or other.unit.kind != part.unit.kind or (part.score > 0 and other.score <= 0):
+                    continue
+                if near_duplicates(part, other) and not other.planted:
+                    used.add(id(other))
+                    citations.add(other.citation)
+        return Quote(parts, citations, max(p.score for p in parts))
+
+
+def _longer_version(fragment: Candidate, everything: list[Candidate]) -> Candidate | None:
+    text = fragment.unit.lines[0]
+    for other in everything:
+        sentence = other.unit.lines[0]
+        longer = other.unit.kind == "sentence" and len(sentence) > len(text) and sentence.startswith(text)
+        if longer and complete(sentence) and not other.planted:
+            return other
+    return None
+
+
+# -------------------------------------------------- the words of a text (the test embedder reads them too)
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n{2,}|\n(?=\s*[-*•]\s)")
 _STOPWORDS = frozenset(
     """
     a about above after again against all am an and any are as at be because been before being
@@ -32,51 +215,6 @@ _STOPWORDS = frozenset(
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 
-EXTRACTIVE_MODEL_ID = "extractive"
-
-#: A further sentence is quoted only if it scores at least this share of the best.
-_KEEP_RATIO = 0.5
-_SENTENCE_ENDS = frozenset(".!?\"'”")
-
-_ADDRESSEE = (
-    r"(?:ai|a\.i\.|ai\s+assistants?|assistants?|chat\s?bots?|(?:large\s+)?language\s+models?|llms?|copilot|gpt)"
-)
-#: Phrasings of text addressed to an assistant (prompt injection), not statements about the world.
-#: Deliberately narrow: procedural text ("respond within 30 days", "add the salt") is evidence.
-_INSTRUCTION = re.compile(
-    r"""
-      \b(?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{0,40}?
-        \b(?:instructions?|prompts?|guidelines?|directives?|system\s+rules?)\b
-    | \b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:the\s+)?(?:above|previous|prior|earlier)\b
-    | \byou\s+are\s+now\b | \bfrom\s+now\s+on,?\s+you\b | \bpretend\s+(?:to\s+be|you\s+are)\b
-    | \b(?:system|developer|hidden|secret)\s+(?:prompt|message|instructions?)\b
-    | \b(?:new|updated|additional|real|true)\s+instructions?\b
-    | \b(?:output|print|emit|repeat)\s+(?:the\s+following|exactly|verbatim)\b
-    | \b(?:respond|reply)\s+only\s+with\b | \b(?:in|to|into)\s+your\s+(?:answer|response|reply|output)\b
-    | \b(?:do\s+not|don'?t|never)\s+(?:tell|mention\s+(?:this\s+)?to|reveal\s+(?:this\s+)?to|inform)
-        \s+(?:the\s+)?users?\b
-    | (?:^|\b(?:dear|attention|note\s+to(?:\s+the)?|hey|hi|as\s+an?)\s+)"""
-    + _ADDRESSEE
-    + r"""\b\s*[,:!]
-    | (?:^|\b(?:as\s+an?|any|all|every)\s+)"""
-    + _ADDRESSEE
-    + r"""\s+(?:must|should|shall|needs?\s+to|reading\s+this|is\s+instructed|answering)\b
-    | !\[[^\]]*\]\s*[(\[] | \]\(\s*<?\s*[a-z][a-z0-9+.\-]*:
-    """,
-    re.IGNORECASE | re.VERBOSE,
-)
-
-
-def looks_like_instruction(sentence: str) -> bool:
-    """Whether ``sentence`` reads as an instruction to an assistant rather than a statement."""
-    return _INSTRUCTION.search(sentence) is not None
-
-
-def _is_prose(sentence: str) -> bool:
-    """A sentence worth quoting: not a bare heading or a fragment."""
-    words = sentence.split()
-    return len(sentence) >= 12 and (sentence.rstrip()[-1:] in _SENTENCE_ENDS or len(words) >= 8)
-
 
 def _stem(word: str) -> str:
     word = word.lower().strip("'-")
@@ -89,63 +227,3 @@ def _stem(word: str) -> str:
 def content_terms(text: str) -> set[str]:
     """Lower-cased, lightly stemmed words of ``text`` that are not stop words."""
     return {_stem(w) for w in _WORD.findall(text) if w.lower() not in _STOPWORDS}
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences (and list items) of ``text``, whitespace-normalised."""
-    return [" ".join(s.split()) for s in _SENTENCE.split(text) if s and s.strip()]
-
-
-class ExtractiveGenerator(Generator):
-    """Answers by quoting sentences from the context; never invents text."""
-
-    def __init__(self, *, max_sentences: int = 3, context_tokens: int = 8192) -> None:
-        self.model_id = EXTRACTIVE_MODEL_ID
-        self.context_tokens = context_tokens
-        self._max_sentences = max_sentences
-
-    def generate(self, prompt: Prompt) -> Completion:
-        question = content_terms(prompt.question)
-        candidates: list[tuple[float, int, int, str]] = []
-        planted: list[tuple[float, int, int, str]] = []
-        for rank, chunk in enumerate(prompt.chunks):
-            rank_weight = 1.0 / (1.0 + 0.15 * rank)
-            for position, sentence in enumerate(split_sentences(chunk.text)):
-                words = content_terms(sentence)
-                if not words or not _is_prose(sentence):
-                    continue
-                overlap = len(question & words) / max(1, len(question))
-                found = planted if looks_like_instruction(sentence) else candidates
-                found.append((overlap * rank_weight, chunk.citation, position, sentence))
-        if not any(c[0] > 0 for c in candidates):
-            # Instructions to the assistant are quoted only when nothing else is evidence at all.
-            candidates += planted
-        if not candidates:
-            return Completion(text="", model_id=self.model_id, stop_reason="no_sentences")
-        candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
-        best = candidates[0][0]
-        chosen: list[tuple[float, int, int, str]] = []
-        seen: set[str] = set()
-        for candidate in candidates:
-            # The best sentence always; others only while they are nearly as good.
-            if chosen and (candidate[0] <= 0 or candidate[0] < _KEEP_RATIO * best):
-                break
-            if candidate[3] in seen:
-                continue
-            seen.add(candidate[3])
-            chosen.append(candidate)
-            if len(chosen) == self._max_sentences:
-                break
-        # Quote in reading order within each source, sources by rank of first use.
-        chosen.sort(key=lambda c: (c[1], c[2]))
-        lines = [f"{sentence} [{citation}]" for _, citation, _, sentence in chosen]
-        used = tuple(sorted({c[1] for c in chosen}))
-        text = "\n".join(lines)
-        return Completion(
-            text=text,
-            model_id=self.model_id,
-            input_tokens=0,
-            output_tokens=0,
-            stop_reason="eos_token",
-            used_citations=used,
-        )

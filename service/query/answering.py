@@ -21,6 +21,7 @@ from service.domain.queries import (
 )
 from service.domain.source_links import source_link
 from service.domain.threshold import Threshold
+from service.generation.citations import check_citations
 from service.generation.link_policy import LinkPolicy
 from service.generation.port import Completion, ContextChunk, Generator, Prompt
 from service.generation.prompting import Budgeted, fit_prompt
@@ -63,6 +64,7 @@ class Answering:
         input_tokens = output_tokens = 0
         llm_called = False
         generation_error: str | None = None
+        warnings: tuple[str, ...] = ()
         if nothing and perform_llm_query:
             answer = NO_RELEVANT_DOCUMENT
         elif perform_llm_query:
@@ -96,7 +98,11 @@ class Answering:
                     model_id = self._generator.model_id
                     log.warning("query %s: no answer generated: %s", query_id, exc.message)
                 else:
-                    answer = completion.text or NO_ANSWER_GENERATED
+                    # Citations must name the sources sent; a streamed answer was already shown as it was.
+                    checked = check_citations(completion.text, len(prompt.chunks))
+                    streamed = on_text is not None
+                    warnings = checked.warnings(removed=not streamed)
+                    answer = (completion.text if streamed else checked.text) or NO_ANSWER_GENERATED
                     model_id = completion.model_id
                     input_tokens, output_tokens = completion.input_tokens, completion.output_tokens
                     chunks = used
@@ -120,6 +126,7 @@ class Answering:
             timings_ms=clock.total(),
             generation_error=generation_error,
             documents=group_by_document(chunks, store.source_base_url),
+            warnings=warnings,
         )
         log.info(
             "query %s class=%s store=%s user=%s chunks=%d llm=%s total_ms=%.1f",

@@ -1,0 +1,154 @@
+"""Answer quality on a real corpus: dense, lexical, hybrid and hybrid + rerank side by side, in one run.
+
+    apt-get install postgresql-doc-15
+    python bench/quality.py [--questions bench/quality/postgresql-15.yaml] [--data-dir DIR] [--no-calibrate]
+
+The corpus is the folder the question file names (``root``), copied into the
+data directory with an ACL manifest that lets ``group:everyone`` read it, and
+indexed with ``docqa index`` once (a re-run skips unchanged files; the first
+run embeds ~12k chunks, 20-50 minutes on 2 cores). Then, in-process, every
+question runs through the query engine as ``docqa eval`` runs it
+(``service.quality.evaluation``) with each retrieval mode in turn — the
+store's ``fusion`` setting (dense, lexical, rrf, weighted) without a
+reranker, and the default fusion with each reranker — and the table shows
+hit@1, hit@5, MRR, the share of answerable questions answered and of
+unanswerable ones refused at the store's level, key-term presence in the
+(extractive) answer, and retrieval p50/p95 (question embedding included, no
+LLM). Ratios compare each mode with dense in the same run. Finally the store
+is calibrated (``docqa settings calibrate``) and the default mode runs again
+at the calibrated scale. Figures, not asserts; JSON under bench/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from service.bootstrap import App, build_app  # noqa: E402
+from service.config import load_settings  # noqa: E402
+from service.domain.queries import Caller  # noqa: E402
+from service.quality.evaluation import EvalReport, evaluate  # noqa: E402
+from service.quality.questions import QuestionSet, load_questions  # noqa: E402
+
+STORE = "quality"
+USER = "reader"
+MANIFEST = 'documents:\n  - match: "**"\n    allow: [group:everyone]\n'
+#: (label, store fusion, reranker kind); None = the store's / configuration's default.
+MODES: list[tuple[str, str | None, str]] = [
+    ("dense", "dense", "none"),
+    ("lexical (BM25)", "lexical", "none"),
+    ("hybrid rrf", "rrf", "none"),
+    ("hybrid weighted", "weighted", "none"),
+    ("hybrid + rerank (default)", None, "offline"),
+]
+
+
+def prepare(questions: QuestionSet, corpus: Path | None, data_dir: Path) -> Path:
+    source = corpus or Path(questions.root)
+    if not source.is_dir():
+        sys.exit(f"corpus folder {source} not found (apt-get install {questions.corpus or 'the corpus package'})")
+    folder = data_dir / "corpus"
+    if not folder.exists():
+        shutil.copytree(source, folder)
+        (folder / "acl.yaml").write_text(MANIFEST)
+    return folder
+
+
+def index(folder: Path, data_dir: Path) -> None:
+    command = [sys.executable, "-m", "service.api.cli", "--data-dir", str(data_dir / "data")]
+    command += ["index", str(folder), "--store", STORE, "--progress-every", "60"]
+    env = dict(os.environ)
+    env.pop("DOCQA_CONFIG", None)
+    started = time.perf_counter()
+    done = subprocess.run(command, text=True, env=env, cwd=ROOT, check=False, stdout=subprocess.PIPE)
+    if done.returncode != 0:
+        sys.exit(f"docqa index failed ({done.returncode})")
+    print(f"{done.stdout.strip().splitlines()[-1]} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+
+
+def variant(app: App, rerank: str) -> App:
+    """The same adapters (database, index, embedding model) with another reranker."""
+    settings = app.settings.model_copy(update={"rerank": app.settings.rerank.model_copy(update={"kind": rerank})})
+    return dataclasses.replace(app, settings=settings, _engine=None, _embedders=app._embedders)
+
+
+def run_mode(app: App, questions: QuestionSet, fusion: str | None, rerank: str) -> EvalReport:
+    default = app.settings.store_defaults.fusion
+    app.repository.update_store(STORE, fusion=fusion or default)
+    engine_app = variant(app, rerank)
+    return evaluate(engine_app.engine, app.repository, Caller(USER), STORE, questions)
+
+
+def row(label: str, report: EvalReport, base: EvalReport) -> str:
+    s, b = report.summary, base.summary
+    ratio = f"{s.hit_at_1 / b.hit_at_1:.2f}×" if b.hit_at_1 else "n/a"
+    terms = "n/a" if s.terms is None else f"{s.terms:.2f}"
+    return (
+        f"| {label} | {s.hit_at_1:.3f} | {s.hit_at_5:.3f} | {s.mrr:.3f} | {ratio} | {s.answered:.2f} | "
+        f"{s.refused:.2f} | {terms} | {s.retrieval_p50_ms:.1f} | {s.retrieval_p95_ms:.1f} |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--questions", default=str(ROOT / "bench" / "quality" / "postgresql-15.yaml"))
+    parser.add_argument("--corpus", type=Path, help="corpus folder (default: the question file's root)")
+    parser.add_argument("--data-dir", type=Path, default=Path.home() / ".cache" / "docqa-bench" / "quality")
+    parser.add_argument("--modes", help="comma-separated labels to run (default: all)")
+    parser.add_argument("--no-calibrate", action="store_true", help="skip the calibrated run")
+    args = parser.parse_args()
+
+    questions = load_questions(args.questions)
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    folder = prepare(questions, args.corpus, args.data_dir)
+    index(folder, args.data_dir)
+    app = build_app(load_settings(None, data_dir=args.data_dir / "data"))
+    store = app.repository.get_store(STORE)
+    assert store is not None
+    original = {"fusion": store.fusion, "min_threshold": store.min_threshold, "max_threshold": store.max_threshold}
+    counts = app.index.count(STORE)
+    print(f"{questions.path}: {len(questions.questions)} questions; store {STORE}: {counts} chunks", file=sys.stderr)
+
+    wanted = set(args.modes.split(",")) if args.modes else None
+    reports: dict[str, EvalReport] = {}
+    try:
+        for label, fusion, rerank in MODES:
+            if wanted and label not in wanted:
+                continue
+            reports[label] = run_mode(app, questions, fusion, rerank)
+            print(f"{label}: done", file=sys.stderr)
+        if not args.no_calibrate:
+            from service.query.calibration import calibrate
+
+            proposal = calibrate(app.engine_parts(), STORE) if hasattr(app, "engine_parts") else None
+            del proposal
+    finally:
+        app.repository.update_store(STORE, **original)
+
+    base = reports.get("dense") or next(iter(reports.values()))
+    print(f"\n{len(questions.questions)} questions ({base.summary.answerable} answerable, "
+          f"{base.summary.unanswerable} unanswerable), {counts} chunks, level = store default")
+    print("| mode | hit@1 | hit@5 | MRR | hit@1 vs dense | answered | refused | key term | p50 ms | p95 ms |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for label, report in reports.items():
+        print(row(label, report, base))
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"quality-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps({k: v.to_dict() for k, v in reports.items()}, indent=1))
+    print(f"\nper-question reports: {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

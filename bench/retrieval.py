@@ -119,7 +119,7 @@ def load(index: EmbeddedIndex, corpus: Corpus, seed: int) -> None:
                     0,
                     0,
                     acl,
-                    corpus.vectors[row],
+                    vector=corpus.vectors[row],
                 )
             )
         if len(batch) >= 20_000:

@@ -354,6 +354,8 @@ class Ingestor:
                 start=d.start,
                 end=d.end,
                 acl=acl,
+                pages=d.pages,
+                anchor=d.anchor,
             )
             for d in drafts
         ]

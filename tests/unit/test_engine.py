@@ -183,7 +183,7 @@ def test_narrow_access_still_fills_k() -> None:
     records = []
     for i in range(20_000):
         acl = Acl.of(["user:few"]) if i in readable else Acl.of(["group:others"])
-        records.append(ChunkRecord(f"d{i}#0", f"d{i}", 0, f"text {i}", f"d{i}", "", (), 0, 6, acl, vectors[i]))
+        records.append(ChunkRecord(f"d{i}#0", f"d{i}", 0, f"text {i}", f"d{i}", "", (), 0, 6, acl, vector=vectors[i]))
         if i in readable:  # the others are never returned by the filtered search
             w.repo.save_document(DocumentRecord(STORE, f"d{i}", f"d{i}", "", "h", f"text {i}", acl))
     w.index.upsert(STORE, records)

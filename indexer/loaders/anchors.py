@@ -57,7 +57,7 @@ def remove_permalinks(soup: BeautifulSoup) -> dict[int, str]:
             continue
         href = link.get("href")
         fragment = href[1:] if isinstance(href, str) and href.startswith("#") else None
-        classes = link.get("class") or []
+        classes = _classes(link)
         glyph_only = _INVISIBLE.sub("", link.get_text()) in _GLYPHS
         if not ("headerlink" in classes or (fragment is not None and glyph_only)):
             continue
@@ -98,6 +98,11 @@ def _named(link: object) -> str:
     return clean_anchor(link.get("id")) or clean_anchor(link.get("name"))
 
 
+def _classes(tag: Tag) -> list[str]:
+    value = tag.get("class")
+    return [value] if isinstance(value, str) else list(value or [])
+
+
 def _section_id(heading: Tag) -> str:
     """The ``id`` of the nearest container that is the heading's section: a ``<section>``/``<article>``,
     an element with a section class, or any element whose first heading this is."""
@@ -107,7 +112,7 @@ def _section_id(heading: Tag) -> str:
         anchor = clean_anchor(parent.get("id"))
         if not anchor:
             continue
-        classes = parent.get("class") or []
+        classes = _classes(parent)
         if (
             parent.name in _SECTION_TAGS
             or any(_SECTION_CLASS.fullmatch(c) for c in classes)

@@ -25,10 +25,12 @@ SPHINX = """<html><head><title>Guide</title></head><body><div class="body" role=
 <h1>Installing<a class="headerlink" href="#installing" title="Link to this heading">¶</a></h1>
 <p>Run the installer.</p>
 <section id="on-linux">
-<h2><span class="section-number">1.1. </span>On Linux<a class="headerlink" href="#on-linux" title="Link to this heading">¶</a></h2>
+<h2><span class="section-number">1.1. </span>On Linux<a class="headerlink" href="#on-linux"
+ title="Link to this heading">¶</a></h2>
 <p>Use the package manager.</p>
 <dl class="py function"><dt class="sig sig-object py" id="pkg.install">
-<span class="sig-name descname">install</span>()<a class="headerlink" href="#pkg.install" title="Link to this definition">¶</a></dt>
+<span class="sig-name descname">install</span>()<a class="headerlink" href="#pkg.install"
+ title="Link to this definition">¶</a></dt>
 <dd><p>Installs it.</p></dd></dl>
 </section></section></div></body></html>"""
 
@@ -39,7 +41,8 @@ DOCBOOK = """<html><head><title>5.4. Constraints</title></head><body><div class=
 <div class="sect2" id="DDL-CONSTRAINTS-CHECK-CONSTRAINTS"><div class="titlepage"><div><div>
 <h3 class="title">5.4.1. Check Constraints</h3></div></div></div>
 <a id="id-1.5.4.6.5.2" class="indexterm"></a><p>A check constraint is the most generic type.</p>
-<div class="note"><h3 class="title">Note</h3><p>PostgreSQL does not support CHECK constraints that reference other tables.</p>
+<div class="note"><h3 class="title">Note</h3>
+<p>PostgreSQL does not support CHECK constraints that reference other tables.</p>
 </div></div></div></body></html>"""
 
 

@@ -30,10 +30,12 @@ EDGE_LINES = 3
 _DIGITS = re.compile(r"\d+")
 _SPACES = re.compile(r"[\s\u00a0]+")
 _ROMAN = r"(?=[mdclxvi])m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})"
+_LOWER_ROMAN = re.compile(_ROMAN)
+_UPPER_ROMAN = re.compile(r"(?=[IVX]{2})X{0,3}(?:IX|IV|V?I{0,3})")
 _ROMAN_EDGE = re.compile(rf"^{_ROMAN}\b|\b{_ROMAN}$")
 _PAGE_NUMBER = re.compile(
     rf"""^(?:
-        [-–—]?\s*(?:\d{{1,5}}|{_ROMAN})\s*[-–—]?                                  # 12, - 12 -, xiv
+        [-–—]?\s*\d{{1,5}}\s*[-–—]?                                                # 12, - 12 -
         | (?:page|p\.|pg\.?|seite|página|pagina)\s*\d{{1,5}}(?:\s*(?:of|/|von|de|di)\s*\d{{1,5}})?  # Page 12 of 40
         | \d{{1,5}}\s*(?:/|of)\s*\d{{1,5}}                                         # 12 / 40
     )$""",
@@ -71,7 +73,13 @@ def heading_key(text: str) -> str:
 
 
 def is_page_number(line: str) -> bool:
-    return bool(_PAGE_NUMBER.fullmatch(normalise(line)))
+    """A line that is only a page number: "12", "- 12 -", "Page 12 of 40", "12 / 40", "xiv" (front matter;
+    in capitals only from two letters of I, V, X on: "CV" or "I" at a page's edge are words)."""
+    text = _SPACES.sub(" ", line).strip()
+    core = text.strip("-–— ")
+    if _LOWER_ROMAN.fullmatch(core) or _UPPER_ROMAN.fullmatch(core):
+        return True
+    return bool(_PAGE_NUMBER.fullmatch(text.lower()))
 
 
 def is_leader_line(line: str) -> bool:
@@ -236,6 +244,8 @@ def _join(pages: list[Page], before: tuple[int, int], after: tuple[int, int], wo
         keep = False  # a name in capitals or camel case broken in two ("ELE-" "MENT"), written whole elsewhere
     else:
         return False
-    pages[before[0]][before[1]] = first[: broken.start(1)] + head + ("-" if keep else "") + tail
-    pages[after[0]][after[1]] = second[len(tail) :].lstrip()
+    # The word moves up with what sticks to it ("ulation." or "ulation),"), so no lone "." is left behind.
+    moved = second.split(maxsplit=1)[0]
+    pages[before[0]][before[1]] = first[: broken.start(1)] + head + ("-" if keep else "") + moved
+    pages[after[0]][after[1]] = second[len(moved) :].lstrip()
     return True

@@ -179,7 +179,7 @@ def test_page_numbers(line: str) -> None:
     assert is_page_number(line)
 
 
-@pytest.mark.parametrize("line", ["12 apples", "Version 2", "I think so", "2024-01-01", "hello"])
+@pytest.mark.parametrize("line", ["12 apples", "Version 2", "I think so", "2024-01-01", "hello", "CV", "I", "MIX"])
 def test_not_page_numbers(line: str) -> None:
     assert not is_page_number(line)
 
@@ -256,9 +256,11 @@ def test_hyphenation_rules() -> None:
         ],
         ["A non-", "", "paragraph break; Smith-", "Jones; re-"],
         ["entry here"],
+        ["an iden-", "tifier.", "More, and (an iden-", "tifier), more."],
     ]
     assert repair_hyphenation(pages) == [
         ["a data manipulation", "step; a self-contained", "unit and a self-contained one;", "ELEMENT", "and ELEMENT"],
         ["A non-", "", "paragraph break; Smith-", "Jones; reentry"],
         ["here"],
+        ["an identifier.", "More, and (an identifier),", "more."],  # the punctuation moves with the word
     ]

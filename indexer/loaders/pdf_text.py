@@ -34,18 +34,18 @@ _LOWER_ROMAN = re.compile(_ROMAN)
 _UPPER_ROMAN = re.compile(r"(?=[IVX]{2})X{0,3}(?:IX|IV|V?I{0,3})")
 _ROMAN_EDGE = re.compile(rf"^{_ROMAN}\b|\b{_ROMAN}$")
 _PAGE_NUMBER = re.compile(
-    rf"""^(?:
-        [-–—]?\s*\d{{1,5}}\s*[-–—]?                                                # 12, - 12 -
-        | (?:page|p\.|pg\.?|seite|página|pagina)\s*\d{{1,5}}(?:\s*(?:of|/|von|de|di)\s*\d{{1,5}})?  # Page 12 of 40
-        | \d{{1,5}}\s*(?:/|of)\s*\d{{1,5}}                                         # 12 / 40
+    r"""^(?:
+        [-–—]?\s*\d{1,5}\s*[-–—]?                                                # 12, - 12 -
+        | (?:page|p\.|pg\.?|seite|página|pagina)\s*\d{1,5}(?:\s*(?:of|/|von|de|di)\s*\d{1,5})?  # Page 12 of 40
+        | \d{1,5}\s*(?:/|of)\s*\d{1,5}                                             # 12 / 40
     )$""",
-    re.IGNORECASE | re.VERBOSE,
+    re.VERBOSE,
 )
 #: A table-of-contents entry: a title (possibly on the line before), four or more leader dots, a page number.
 _LEADER = re.compile(rf"(?:(?:\.\s*){{4,}}|(?:·\s*){{4,}}|(?:…\s*){{2,}})(?:\d{{1,5}}|{_ROMAN})\s*$", re.IGNORECASE)
 _NUMBERING = re.compile(r"^(?:(?:chapter|appendix|part|section)\s+)?(?:\d+|[a-z])(?:\.\d+)*\.?:?\s+")
 _EDGE_NUMBER = re.compile(r"^(\d{1,5})\b|\b(\d{1,5})$")
-#: A line ending in a word broken by a hyphen: a lowercase letter, then the hyphen (not a dash "--").
+#: A line ending in a word broken by a hyphen: a letter, then the hyphen (not a dash "--").
 _BROKEN = re.compile(r"(?<![-‐])([^\W\d_]*[^\W\d_])[-‐\u00ad]$")
 _WORD = re.compile(r"[^\W\d_]+(?:[-‐][^\W\d_]+)*")
 _LETTERS = re.compile(r"[^\W\d_]+")

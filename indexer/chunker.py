@@ -6,14 +6,17 @@ boundaries, and a sentence too long at token boundaries (a line break or a
 space when there is one). Consecutive chunks of one section share a few whole
 sentences. Each block is tokenised once; each finished chunk is tokenised once
 more to check it, because a cut inside a word can tokenise differently.
+
+Each chunk also says where a reader finds it: the pages of the blocks its text
+spans (PDFs) and the anchor of its nearest enclosing heading that has one (HTML).
 """
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from indexer.documents import Block, LoadedDocument
@@ -33,6 +36,9 @@ class ChunkDraft:
     """One chunk before embedding: ``text == document.text[start:end]``.
 
     ``heading_path`` holds the texts of the enclosing headings, outermost first.
+    ``pages`` are the sorted distinct pages of the blocks the text spans (``()``
+    for a document without pages); ``anchor`` is the anchor of the nearest
+    enclosing heading that has one (``""`` when none does).
     """
 
     ordinal: int
@@ -40,6 +46,8 @@ class ChunkDraft:
     start: int
     end: int
     heading_path: tuple[str, ...]
+    pages: tuple[int, ...] = ()
+    anchor: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +75,7 @@ class _Section:
     path: tuple[str, ...]
     level: int
     heading: Block | None
+    anchor: str = ""
     paragraphs: list[Block] = field(default_factory=list)
 
 
@@ -97,7 +106,8 @@ class Chunker:
         Every chunk is non-blank, is exactly ``doc.text[start:end]``, and
         tokenises to at most ``content_tokens`` tokens.
         """
-        return _Run(self._tokenizer, self._budget, self._overlap, doc.text).chunk(_blocks(doc))
+        blocks = _blocks(doc)
+        return _Run(self._tokenizer, self._budget, self._overlap, doc.text, blocks).chunk(blocks)
 
 
 def _blocks(doc: LoadedDocument) -> list[Block]:
@@ -118,14 +128,14 @@ def _blocks(doc: LoadedDocument) -> list[Block]:
         while end > start and text[end - 1].isspace():
             end -= 1
         if start < end:
-            trimmed.append(Block(block.kind, start, end, block.level))
+            trimmed.append(replace(block, start=start, end=end))
     return trimmed
 
 
 def _sections(text: str, blocks: list[Block]) -> list[_Section]:
-    """Blocks grouped under their headings, each with its path of heading texts."""
+    """Blocks grouped under their headings, each with its path of heading texts and its anchor."""
     sections: list[_Section] = []
-    stack: list[tuple[int, str]] = []
+    stack: list[tuple[int, str, str]] = []  # (level, text, anchor) of the open headings
     current = _Section((), 0, None)
     for block in blocks:
         if block.kind != "heading":
@@ -136,8 +146,9 @@ def _sections(text: str, blocks: list[Block]) -> list[_Section]:
         level = max(block.level, 1)
         while stack and stack[-1][0] >= level:
             stack.pop()
-        stack.append((level, _WHITESPACE.sub(" ", text[block.start : block.end])))
-        current = _Section(tuple(title for _, title in stack), level, block)
+        stack.append((level, _WHITESPACE.sub(" ", text[block.start : block.end]), block.anchor))
+        anchor = next((a for _, _, a in reversed(stack) if a), "")
+        current = _Section(tuple(title for _, title, _ in stack), level, block, anchor)
     if current.heading is not None or current.paragraphs:
         sections.append(current)
     return sections
@@ -163,13 +174,17 @@ def _cut(text: str, spans: list[Span], lo: int, hi: int) -> int:
 class _Run:
     """The state of chunking one document."""
 
-    def __init__(self, tokenizer: Tokenizer, budget: int, overlap: int, text: str) -> None:
+    def __init__(self, tokenizer: Tokenizer, budget: int, overlap: int, text: str, blocks: list[Block]) -> None:
         self._tokenizer = tokenizer
         self._budget = budget
         self._overlap = overlap
         self._text = text
         self._out: list[ChunkDraft] = []
         self._path: tuple[str, ...] = ()
+        self._anchor = ""
+        # Blocks are sorted and disjoint, so their ends are sorted too: where a span's blocks begin.
+        self._paged = [b for b in blocks if b.page > 0]
+        self._paged_ends = [b.end for b in self._paged]
 
     def chunk(self, blocks: list[Block]) -> list[ChunkDraft]:
         sections = _sections(self._text, blocks)
@@ -181,6 +196,7 @@ class _Run:
                 carried += heading
                 continue
             self._path = section.path
+            self._anchor = section.anchor
             groups = [heading] if heading else []
             groups += [self._units(block, "sentence") for block in section.paragraphs]
             self._pack(carried, groups)
@@ -282,7 +298,8 @@ class _Run:
             spans = self._tokenizer.token_spans(text)
             # One character can be several tokens (byte-level BPE); such a chunk cannot shrink.
             if len(spans) <= self._budget or spans[0][1] >= len(text.rstrip()):
-                self._out.append(ChunkDraft(len(self._out), text, start, end, self._path))
+                chunk = ChunkDraft(len(self._out), text, start, end, self._path, self._pages(start, end), self._anchor)
+                self._out.append(chunk)
                 continue
             cut = start + spans[_cut(text, spans, 0, self._budget)][0]
             if cut <= start:  # many tokens on one character: cut after that character
@@ -290,3 +307,12 @@ class _Run:
             first_end = start + len(self._text[start:cut].rstrip())
             pending.append((cut, end))
             pending.append((start, first_end))
+
+    def _pages(self, start: int, end: int) -> tuple[int, ...]:
+        """The sorted distinct pages of the blocks that ``text[start:end]`` overlaps."""
+        pages: set[int] = set()
+        for block in self._paged[bisect_right(self._paged_ends, start) :]:
+            if block.start >= end:
+                break
+            pages.add(block.page)
+        return tuple(sorted(pages))

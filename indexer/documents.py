@@ -23,13 +23,17 @@ class Block:
     ``start``/``end`` are character offsets into ``LoadedDocument.text``
     (``text[start:end]`` is the block's text). ``level`` is the heading level
     (1 = top) for headings and 0 for paragraphs. List items, table rows, code
-    blocks and PDF paragraphs are all ``paragraph`` blocks.
+    blocks and PDF paragraphs are all ``paragraph`` blocks. ``page`` is the
+    1-based page the block starts on (0: the document has no pages); ``anchor``
+    is, for a heading, the fragment id a link to it names (``""``: none).
     """
 
     kind: BlockKind
     start: int
     end: int
     level: int = 0
+    page: int = 0
+    anchor: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,9 @@ class ChunkRecord:
     L2-normalised float32 of the store's dimension; adapters may return hits
     with ``vector=None``. ``acl`` is a copy of the document's ACL, used only
     for filtering inside the search; the authoritative check happens later.
+    ``pages`` are the 1-based PDF pages the chunk's text spans (``()`` when
+    the document has no pages); ``anchor`` is the HTML ``id`` of the section
+    or heading the chunk lies in (``""`` when none).
     """
 
     chunk_id: str

@@ -158,6 +158,7 @@ class Ingestor:
         progress: Progress | None = None,
         on_total: Callable[[int], None] | None = None,
         on_chunks: Progress | None = None,
+        reindex: bool = False,
     ) -> IndexReport:
         """Bring the store in line with the folder: add, re-index, re-ACL, remove.
 
@@ -173,6 +174,10 @@ class Ingestor:
         replace the old manifest's, in this store only). Indexing the store's
         folder after it was removed removes its documents and its manifest's
         groups (an unknown missing path is an error).
+
+        ``reindex`` loads, chunks and embeds every file again, changed or not:
+        what a newer loader or chunker extracts (PDF pages, HTML anchors,
+        cleaner text) reaches documents indexed before it.
         """
         if not os.path.lexists(root):
             gone = self._forget_folder(root.resolve())
@@ -215,7 +220,7 @@ class Ingestor:
             if manifest.rule_for(document_id) is None:
                 report.unmatched.append(document_id)
             previous = known.get(document_id)
-            if previous is not None and previous.content_hash == digest:
+            if previous is not None and previous.content_hash == digest and not reindex:
                 if previous.acl != acl:
                     self.set_acl(document_id, acl)
                     report.acl_updated.append(document_id)
@@ -354,6 +359,8 @@ class Ingestor:
                 start=d.start,
                 end=d.end,
                 acl=acl,
+                pages=d.pages,
+                anchor=d.anchor,
             )
             for d in drafts
         ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from dataclasses import replace
 from pathlib import PurePath
 
 from acl.errors import LoadError
@@ -95,32 +96,32 @@ class DocumentBuilder:
         self._length = 0
         self.first_h1: str | None = None
 
-    def heading(self, text: str, level: int) -> None:
-        """Add a heading on a line of its own; empty headings are dropped."""
+    def heading(self, text: str, level: int, *, anchor: str = "", page: int = 0) -> None:
+        """Add a heading on a line of its own; empty headings are dropped.
+
+        ``anchor``: the fragment id that links to it; ``page``: the 1-based page it is on (0: no pages).
+        """
         text = one_line(text)
         if text:
             level = min(max(level, 1), 9)
             if level == 1 and self.first_h1 is None:
                 self.first_h1 = text
-            self._add(text, "heading", level)
+            self._add(Block("heading", 0, 0, level, page, one_line(anchor)), text)
 
-    def paragraph(self, text: str) -> None:
+    def paragraph(self, text: str, *, page: int = 0) -> None:
         """Add a paragraph-like block (list item, table row, code); blank ones are dropped."""
         text = clean_block(text)
         if text:
-            self._add(text, "paragraph", 0)
+            self._add(Block("paragraph", 0, 0, 0, page), text)
 
-    def _add(self, text: str, kind: str, level: int) -> None:
+    def _add(self, block: Block, text: str) -> None:
         if self._parts:
             self._parts.append(BLOCK_SEPARATOR)
             self._length += len(BLOCK_SEPARATOR)
         start = self._length
         self._parts.append(text)
         self._length += len(text)
-        if kind == "heading":
-            self._blocks.append(Block("heading", start, self._length, level))
-        else:
-            self._blocks.append(Block("paragraph", start, self._length, 0))
+        self._blocks.append(replace(block, start=start, end=self._length))
 
     def build(self, title: str | None = None) -> LoadedDocument:
         """The document; ``title`` (whitespace collapsed) or else the file's stem.

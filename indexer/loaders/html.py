@@ -9,6 +9,7 @@ from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, XMLParsedAsHTMLWar
 from bs4.element import NavigableString, PageElement, PreformattedString, Tag
 
 from indexer.documents import LoadedDocument
+from indexer.loaders.anchors import heading_anchor, remove_permalinks
 from indexer.loaders.base import DocumentBuilder, decode_text, one_line
 from indexer.loaders.hidden import remove_hidden
 
@@ -34,7 +35,9 @@ def load_html(data: bytes, name: str) -> LoadedDocument:
     Scripts, styles, navigation, comments and hidden elements (``hidden``,
     ``aria-hidden``, ``display: none`` and the like: ``indexer.loaders.hidden``)
     are dropped; each heading, paragraph, list item, ``<pre>`` and table row
-    (cells joined by `` | ``) is a block.
+    (cells joined by `` | ``) is a block. Each heading carries its anchor, and
+    permalink glyphs (Sphinx's ``¶`` and the like) are removed
+    (``indexer.loaders.anchors``).
     """
     with warnings.catch_warnings():
         # bs4 warns about input that looks like a URL or XML; a document is what it is.
@@ -47,16 +50,18 @@ def load_html(data: bytes, name: str) -> LoadedDocument:
         tag.decompose()
     if soup.head is not None:
         soup.head.decompose()
+    hints = remove_permalinks(soup)
     builder = DocumentBuilder(name, CONTENT_TYPE)
-    _Walker(builder).walk(soup)
+    _Walker(builder, hints).walk(soup)
     return builder.build(title or builder.first_h1)
 
 
 class _Walker:
     """Turns the element tree into blocks, iteratively (deep trees don't hit the recursion limit)."""
 
-    def __init__(self, builder: DocumentBuilder) -> None:
+    def __init__(self, builder: DocumentBuilder, anchor_hints: dict[int, str]) -> None:
         self._builder = builder
+        self._hints = anchor_hints
         self._line: list[str] = []  # inline text of the running paragraph; "\n" for <br>
 
     def walk(self, root: Tag) -> None:
@@ -77,7 +82,7 @@ class _Walker:
         heading = _HEADING.fullmatch(name)
         if heading:
             self._flush()
-            self._builder.heading(tag.get_text(" "), int(heading.group(1)))
+            self._builder.heading(tag.get_text(" "), int(heading.group(1)), anchor=heading_anchor(tag, self._hints))
             return []
         if name == "pre":
             self._flush()

@@ -10,7 +10,8 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from indexer.documents import LoadedDocument
-from indexer.loaders.base import DocumentBuilder, decode_text
+from indexer.loaders.anchors import Slugger
+from indexer.loaders.base import DocumentBuilder, decode_text, one_line
 from indexer.loaders.hidden import opens_hidden, remove_hidden
 
 CONTENT_TYPE = "text/markdown"
@@ -32,7 +33,8 @@ def load_markdown(data: bytes, name: str) -> LoadedDocument:
 
     Inline markup is dropped (link text and image alt text stay); each list
     item, code block and table row is a block of its own, list items keeping
-    their marker so numbered steps stay numbered.
+    their marker so numbered steps stay numbered. Headings are anchored by
+    their GitHub slugs (``# Getting started`` → ``getting-started``).
     """
     builder = DocumentBuilder(name, CONTENT_TYPE)
     tokens = _parser().parse(decode_text(data))
@@ -43,10 +45,12 @@ def load_markdown(data: bytes, name: str) -> LoadedDocument:
 def _walk(tokens: Sequence[Token], builder: DocumentBuilder) -> None:
     marker = ""  # a list item's marker, waiting for the item's first block
     row: list[str] | None = None
+    slugs = Slugger()
     for i, token in enumerate(tokens):
         kind = token.type
         if kind == "heading_open":
-            builder.heading(_inline_text(tokens[i + 1]), int(token.tag[1:]))
+            text = one_line(_inline_text(tokens[i + 1]))
+            builder.heading(text, int(token.tag[1:]), anchor=slugs.slug(text))
             marker = ""
         elif kind == "list_item_open":
             marker = f"{token.info}{token.markup} " if token.info else f"{token.markup} "

@@ -257,6 +257,25 @@ class IndexContract:
         assert hit.chunk == written  # every field but the vector
         assert hit.score == pytest.approx(1.0, abs=1e-5)
 
+    def test_pages_and_anchor_round_trip(self, store: Index) -> None:
+        vectors = random_vectors(3, seed=11)
+        written = [
+            dataclasses.replace(chunk("pdf", 0, vectors[0]), pages=(12, 13), anchor=""),
+            dataclasses.replace(chunk("pdf", 1, vectors[1]), pages=(13,), anchor=""),
+            dataclasses.replace(chunk("html", 0, vectors[2]), pages=(), anchor="DDL-CONSTRAINTS-FK"),
+        ]
+        store.upsert(STORE, written)
+        everyone = acl_filter(["group:everyone"])
+        for vector, expected in zip(vectors, written, strict=True):
+            for search in (store.knn, store.exact):
+                assert search(STORE, vector, 1, everyone)[0].chunk == expected
+        best = store.best_per_document(STORE, vectors[0], 5, everyone)
+        assert {h.chunk.chunk_id: (h.chunk.pages, h.chunk.anchor) for h in best}["pdf#0"] == ((12, 13), "")
+        store.set_document_acl(STORE, "pdf", Acl.of(["group:x"]))  # a partial update keeps them
+        hits = store.exact(STORE, vectors[1], 5, and_(acl_filter(["group:x"]), documents_filter(["pdf"])))
+        moved = [dataclasses.replace(c, acl=Acl.of(["group:x"])) for c in written[:2]]
+        assert sorted((h.chunk for h in hits), key=lambda c: c.chunk_id) == moved
+
     def test_reupsert_with_fewer_chunks_removes_the_rest(self, store: Index) -> None:
         vectors = random_vectors(5, seed=1)
         store.upsert(STORE, [chunk("a", i, vectors[i]) for i in range(5)])

@@ -142,6 +142,40 @@ class Cluster:
                 )
         self.templates[name] = {**body, "index_patterns": list(patterns), "priority": priority}
 
+    def put_mapping(self, expression: str, body: Any) -> None:
+        """``PUT /{index}/_mapping``: new fields are added, ``_meta`` and ``dynamic`` replaced; a mapped field
+        may not change its type (changing its other parameters, or ``_source``, is not modelled)."""
+        if not isinstance(body, dict):
+            raise bad_request("request body is required", type_="action_request_validation_exception")
+        targets = self.resolve(expression)
+        for index in targets:
+            checked = validate_mappings(
+                body,
+                knn_plugin=self.knn_plugin,
+                knn_enabled=index.setting(index_settings.KNN) == "true",
+                created=index.created,
+            )
+            if "_source" in checked:
+                raise not_modelled("changing _source of an existing index")
+            mapped = index.mapping.raw.get("properties", {})
+            for name, definition in (checked.get("properties") or {}).items():
+                old = mapped.get(name)
+                if old is None or old == definition:
+                    continue
+                if old.get("type", "object") != definition.get("type", "object"):
+                    raise OpenSearchError(
+                        400, "illegal_argument_exception",
+                        f"mapper [{name}] cannot be changed from type [{old.get('type')}] to "
+                        f"[{definition.get('type')}]",
+                    )  # fmt: skip
+                raise not_modelled(f"changing the parameters of the mapped field [{name}]")
+        for index in targets:
+            raw = merge(index.mapping.raw, {"properties": body.get("properties") or {}})
+            for key in ("_meta", "dynamic"):
+                if key in body:
+                    raw[key] = body[key]
+            index.mapping = Mapping(raw, index.created)
+
     def _template_for(self, name: str) -> dict[str, Any]:
         matching = [
             t for t in self.templates.values() if any(fnmatch.fnmatchcase(name, p) for p in t["index_patterns"])

@@ -143,6 +143,11 @@ def _delete(call: Call) -> Answer:
     return Answer(200, {"acknowledged": True})
 
 
+def _put_mapping(call: Call) -> Answer:
+    call.cluster.put_mapping(call.parts["index"], call.require_json())
+    return Answer(200, {"acknowledged": True})
+
+
 def _mapping(call: Call) -> Answer:
     targets = call.cluster.resolve(call.parts.get("index", "_all"))
     return Answer(200, {index.name: {"mappings": index.mapping.raw} for index in targets})
@@ -277,6 +282,7 @@ ROUTES: list[tuple[set[str], str, Handler, set[str]]] = [
     ({"GET"}, "/{index}/_alias", _get_alias, {"local", *_WILDCARDS}),
     ({"GET", "HEAD"}, "/{index}/_alias/{name}", _get_alias, {"local", *_WILDCARDS}),
     ({"GET"}, "/{index}/_mapping", _mapping, {"local", *_WILDCARDS, *_MASTER}),
+    ({"PUT", "POST"}, "/{index}/_mapping", _put_mapping, {"write_index_only", *_WILDCARDS, *_MASTER}),
     ({"GET"}, "/{index}/_settings", _settings, {"flat_settings", "include_defaults", "local", *_WILDCARDS, *_MASTER}),
     ({"GET", "HEAD"}, "/{index}/_doc/{id}", _get_doc, {"realtime", "refresh", "preference", *_SOURCE}),
     ({"PUT", "POST"}, "/{index}/_doc/{id}", _index_doc, _WRITE | {"op_type"}),

@@ -809,3 +809,27 @@ def test_the_same_fake_in_process_without_a_socket(start: Start) -> None:
     knn_index(os_client, "inproc")
     put(os_client, "inproc", {"a": {"embedding": [1, 0]}})
     assert scores(os_client.search(index="inproc", body=knn_body(QUERY, 1))) == {"a": 1.0}
+
+
+def test_put_mapping_adds_fields_replaces_meta_and_refuses_a_type_change(start: Start) -> None:
+    os_client = client(start())
+    mappings = {"dynamic": "strict", "_meta": {"app": {"version": 2}}, "properties": {"tag": {"type": "keyword"}}}
+    os_client.indices.create(index="docqa-v2", body={"aliases": {"docqa-live": {}}, "mappings": mappings})
+    put(os_client, "docqa-live", {"old": {"tag": "t"}})
+    refused = put(os_client, "docqa-live", {"new": {"tag": "t", "pages": [1, 2]}})
+    assert refused["items"][0]["index"]["error"]["type"] == "strict_dynamic_mapping_exception"
+    pages = {"type": "integer", "index": False, "doc_values": False}
+    answer = os_client.indices.put_mapping(
+        index="docqa-v2", body={"properties": {"pages": pages}, "_meta": {"app": {"version": 3}}}
+    )
+    assert answer == {"acknowledged": True}
+    mapping = os_client.indices.get_mapping(index="docqa-live")["docqa-v2"]["mappings"]
+    assert mapping["properties"] == {"tag": {"type": "keyword"}, "pages": pages}
+    assert (mapping["_meta"], mapping["dynamic"]) == ({"app": {"version": 3}}, "strict")
+    assert put(os_client, "docqa-live", {"new": {"tag": "t", "pages": [1, 2]}})["errors"] is False
+    assert os_client.get(index="docqa-live", id="old")["_source"] == {"tag": "t"}  # written before: unchanged
+    os_client.indices.put_mapping(index="docqa-v2", body={"properties": {"pages": pages}})  # the same again: fine
+    with pytest.raises(RequestError) as raised:
+        os_client.indices.put_mapping(index="docqa-v2", body={"properties": {"tag": {"type": "text"}}})
+    assert error_of(raised)["error"]["type"] == "illegal_argument_exception"
+    assert "cannot be changed from type [keyword] to [text]" in error_of(raised)["error"]["reason"]

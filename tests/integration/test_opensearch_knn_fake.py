@@ -13,6 +13,7 @@ same against a live cluster.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,8 +29,15 @@ from indexer.index.embedded.index import EmbeddedIndex
 from indexer.index.filters import acl_filter, and_, documents_filter
 from indexer.index.opensearch.client import connect
 from indexer.index.opensearch.index import OpenSearchIndex, OpenSearchOptions
-from indexer.index.opensearch.mapping import HnswSettings, concrete_name, index_body
-from indexer.index.opensearch.requests import exact_body
+from indexer.index.opensearch.mapping import (
+    ADDED_FIELDS,
+    MAPPING_VERSION,
+    HnswSettings,
+    concrete_name,
+    index_body,
+    missing_fields,
+)
+from indexer.index.opensearch.requests import chunk_source, exact_body
 from indexer.index.opensearch.responses import cosine_from_script_score, search_hits
 from indexer.index.port import Index, StoreSpec
 from tests.contract.index_contract import DIM, STORE, IndexContract, chunk, random_vectors, unit
@@ -245,3 +253,30 @@ def test_the_adapter_on_the_fake_agrees_with_the_embedded_index(pair: Any, case:
         best = opensearch.best_per_document(STORE, query, k, filter_)
         expected = embedded.best_per_document(STORE, query, k, filter_)
         assert [h.chunk.chunk_id for h in best] == [h.chunk.chunk_id for h in expected]
+
+
+def test_an_index_made_before_pages_and_anchors_keeps_serving_and_gains_them(fake: FakeOpenSearch) -> None:
+    """Mapping version 2 (DocQA before issue 17): searchable as it is; ``ensure`` adds the two fields in place."""
+    alias = "docqa-old"
+    body = index_body("old", DIM, HnswSettings(), alias=alias)
+    for name in ADDED_FIELDS:
+        del body["mappings"]["properties"][name]
+    body["mappings"]["_meta"]["docqa"]["mapping_version"] = 2
+    fake.create_index_as_of(f"{alias}.v2", body, created_version="2.19.1")
+    index = connect(fake.url, options=OpenSearchOptions(refresh="true"))
+    old, new = unit(np.eye(DIM)[0]), unit(np.eye(DIM)[1])
+    source = chunk_source("old", chunk("a.md", 0, old), old, 1)
+    del source["pages"], source["anchor"]
+    index._client.index(index=alias, id="a.md#0", body=source, refresh=True)
+    (hit,) = index.knn("old", old, 1, acl_filter(["group:everyone"]))
+    assert (hit.chunk.chunk_id, hit.chunk.pages, hit.chunk.anchor) == ("a.md#0", (), "")
+    index.ensure(StoreSpec("old", DIM))
+    facts, problems = index.check_store("old", DIM)
+    assert (problems, missing_fields(facts), facts.concrete) == ([], [], f"{alias}.v2")
+    written = dataclasses.replace(chunk("b.pdf", 0, new), pages=(3, 4), anchor="rates")
+    index.upsert("old", [written])
+    (hit,) = index.exact("old", new, 1, documents_filter(["b.pdf"]))
+    assert hit.chunk == written
+    meta = index._client.indices.get_mapping(index=alias)[f"{alias}.v2"]["mappings"]["_meta"]
+    assert meta == {"docqa": {"store_id": "old", "dimension": DIM, "mapping_version": MAPPING_VERSION}}
+    index.close()

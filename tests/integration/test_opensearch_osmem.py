@@ -97,7 +97,7 @@ def raw(index: OpenSearchIndex) -> Any:
 def test_ensure_creates_the_index_with_its_mapping_once(index: OpenSearchIndex) -> None:
     name = index.index_name(STORE)
     (concrete,) = raw(index).indices.get(index=name)
-    assert concrete == f"{name}.v2"  # the store's name is an alias of the concrete index
+    assert concrete == f"{name}.v3"  # the store's name is an alias of the concrete index
     stored = raw(index).indices.get(index=name)[concrete]
     assert name in stored["aliases"]
     vector = stored["mappings"]["properties"]["embedding"]

@@ -238,7 +238,7 @@ def test_concurrent_admin_updates_while_queries_run(repo: SqlSettingsRepository)
                 0,
                 len(t),
                 Acl(frozenset({"user:alice"})),
-                vector,
+                vector=vector,
             )
             for i, (t, vector) in enumerate(zip(texts, embedder.embed_documents(texts), strict=True))
         ],

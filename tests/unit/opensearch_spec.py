@@ -519,6 +519,13 @@ class FakeWire:
         if name not in self.indices:
             return self._missing(name)
         action = segments[1]
+        if action == "_mapping" and method in ("PUT", "POST"):
+            added = (request.body or {}).get("properties", {})
+            mappings = self.indices[name]["mappings"]
+            mappings["properties"] = {**mappings.get("properties", {}), **added}
+            if "_meta" in (request.body or {}):
+                mappings["_meta"] = request.body["_meta"]
+            return 200, {"acknowledged": True}
         if action == "_search":
             return 200, self._search(request.body or {})
         if action == "_count":

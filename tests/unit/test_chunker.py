@@ -16,6 +16,7 @@ from indexer.chunker import ChunkDraft, Chunker
 from indexer.documents import LoadedDocument
 from indexer.embedder import HFTokenizer
 from indexer.loaders import load_bytes
+from indexer.loaders.base import DocumentBuilder
 
 LIMIT = 256  # the packaged MiniLM's max_seq_length, special tokens included
 
@@ -262,3 +263,81 @@ def test_tokens_finer_than_characters_terminate() -> None:
     doc = LoadedDocument(text="ab c\n\nd", title="t")
     chunks = Chunker(BytesTokenizer(), 2, overlap_tokens=1).chunk(doc)
     assert [c.text for c in chunks] == ["a", "b", "c", "d"]
+
+
+# -- where a reader finds a chunk: pages and anchors ------------------------------------------------
+
+
+def paged(builder_calls: list[tuple[str, str, int]]) -> LoadedDocument:
+    """A document of (kind, text, page) blocks, as the PDF loader builds one."""
+    builder = DocumentBuilder("doc.pdf", "application/pdf")
+    for kind, text, page in builder_calls:
+        if kind == "heading":
+            builder.heading(text, 1, page=page)
+        else:
+            builder.paragraph(text, page=page)
+    return builder.build()
+
+
+def test_chunks_carry_the_pages_their_text_spans(tokenizer: HFTokenizer) -> None:
+    doc = paged(
+        [
+            ("paragraph", "Cover words.", 1),
+            ("heading", "Leave", 2),
+            ("paragraph", "Up to five unused days may be carried over.", 2),
+            ("paragraph", "The rest lapses at the end of March.", 3),
+            ("heading", "Travel", 5),
+            ("paragraph", sentences(40, "travel"), 5),
+            ("paragraph", "Receipts are kept for ten years.", 6),
+        ]
+    )
+    chunks = Chunker(tokenizer, 128, overlap_tokens=0).chunk(doc)
+    assert [(c.text.split("\n")[0][:20], c.pages) for c in chunks][:2] == [
+        ("Cover words.", (1,)),
+        ("Leave", (2, 3)),
+    ]
+    travel = [c for c in chunks if c.heading_path == ("Travel",)]
+    assert len(travel) >= 3
+    assert travel[0].pages == (5,) and travel[-1].pages == (5, 6)
+    for chunk in chunks:
+        expected = {b.page for b in doc.blocks if b.start < chunk.end and b.end > chunk.start}
+        assert chunk.pages == tuple(sorted(expected))
+    assert_valid(doc, chunks, tokenizer)
+
+
+def test_a_document_without_pages_gives_no_pages(chunker: Chunker) -> None:
+    chunks = chunker.chunk(markdown("# Guide\n\nIntro.\n\n" + sentences(60)))
+    assert len(chunks) > 1 and all(c.pages == () for c in chunks)
+
+
+def test_chunks_carry_the_anchor_of_their_nearest_anchored_heading(chunker: Chunker) -> None:
+    builder = DocumentBuilder("doc.html", "text/html")
+    builder.paragraph("Preface text.")
+    builder.heading("Guide", 1, anchor="guide")
+    builder.paragraph("Intro.")
+    builder.heading("Install", 2)  # no anchor of its own: the enclosing Guide's
+    builder.paragraph("General steps.")
+    builder.heading("Linux", 3, anchor="linux")
+    builder.paragraph("Use apt.")
+    builder.heading("Usage", 2)
+    builder.paragraph("Run it.")
+    builder.heading("Appendix", 1)
+    builder.paragraph("More.")
+    chunks = chunker.chunk(builder.build())
+    assert [(c.heading_path[-1:], c.anchor) for c in chunks] == [
+        ((), ""),
+        (("Guide",), "guide"),
+        (("Install",), "guide"),
+        (("Linux",), "linux"),
+        (("Usage",), "guide"),
+        (("Appendix",), ""),
+    ]
+
+
+def test_an_empty_parent_joined_to_its_child_takes_the_childs_anchor(chunker: Chunker) -> None:
+    builder = DocumentBuilder("doc.html", "text/html")
+    builder.heading("Guide", 1, anchor="guide")
+    builder.heading("Install", 2, anchor="install")
+    builder.paragraph("Steps.")
+    (chunk,) = chunker.chunk(builder.build())
+    assert chunk.text == "Guide\n\nInstall\n\nSteps." and chunk.anchor == "install"

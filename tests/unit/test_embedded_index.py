@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import subprocess
 import sys
@@ -376,3 +377,43 @@ def test_ef_policy_interpolates_between_calibrated_selectivities() -> None:
     assert not EfPolicy(()).usable and EfPolicy(()).ef(10, 1.0) is None
     model = EfPolicy.model(ef_min=64, per_k_over_selectivity=12.0)
     assert model.ef(10, 1.0) == 120 and model.ef(10, 0.01) == 12_000
+
+
+def test_pages_and_anchor_survive_a_reopen(index: EmbeddedIndex, data_dir: Path) -> None:
+    written = dataclasses.replace(chunk("pdf", 0, np.ones(DIM)), pages=(12, 13), anchor="sec-2")
+    index.upsert(STORE, [written])
+    index.close()
+    reopened = EmbeddedIndex(data_dir)
+    try:
+        (hit,) = reopened.exact(STORE, np.ones(DIM, np.float32) / np.sqrt(DIM), 1, EVERYONE)
+        assert (hit.chunk.pages, hit.chunk.anchor) == ((12, 13), "sec-2")
+    finally:
+        reopened.close()
+
+
+@pytest.mark.parametrize("reopen_with", ["open", "ensure"])
+def test_a_file_from_before_pages_and_anchors_is_upgraded_in_place(
+    index: EmbeddedIndex, data_dir: Path, reopen_with: str
+) -> None:
+    index.upsert(STORE, corpus(10))
+    index.close()
+    path = data_dir / f"{STORE}.sqlite"
+    with sqlite3.connect(path) as conn:  # the schema as DocQA wrote it before the two columns existed
+        conn.execute("ALTER TABLE chunks DROP COLUMN pages")
+        conn.execute("ALTER TABLE chunks DROP COLUMN anchor")
+    reopened = EmbeddedIndex(data_dir)
+    try:
+        if reopen_with == "ensure":
+            reopened.ensure(StoreSpec(STORE, DIM))
+        old = reopened.exact(STORE, random_vectors(1, 9)[0], 10, EVERYONE)
+        assert len(old) == 10 and all(h.chunk.pages == () and h.chunk.anchor == "" for h in old)
+        fresh = dataclasses.replace(chunk("new", 0, np.ones(DIM)), pages=(3,), anchor="intro")
+        reopened.upsert(STORE, [fresh])
+        (hit,) = reopened.exact(STORE, np.ones(DIM, np.float32) / np.sqrt(DIM), 1, documents_filter(["new"]))
+        assert hit.chunk == fresh
+    finally:
+        reopened.close()
+    with sqlite3.connect(path) as conn:
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(chunks)")}
+        assert {"pages", "anchor"} <= columns
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "1"

@@ -11,6 +11,7 @@ parameters and body — is checked against the spec's operation for it.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,12 +23,13 @@ from acl.model import Acl
 from indexer.index.filters import acl_filter, and_, documents_filter
 from indexer.index.opensearch.filters import to_query
 from indexer.index.opensearch.index import ChunksRejected, OpenSearchIndex, OpenSearchOptions
-from indexer.index.opensearch.mapping import FIELDS, VECTOR_FIELD, HnswSettings, index_body
+from indexer.index.opensearch.mapping import ADDED_FIELDS, FIELDS, VECTOR_FIELD, HnswSettings, index_body
 from indexer.index.opensearch.requests import (
     EXACT_SCRIPT,
     acl_actions,
     best_per_document_body,
     bulk_actions,
+    chunk_source,
     count_body,
     delete_actions,
     delete_document_body,
@@ -348,7 +350,52 @@ def test_every_request_the_adapter_sends_matches_the_spec(wire: spec.FakeWire, e
     }
     assert "update_by_query" not in groups  # ACL changes are partial updates by _id (unrefreshed chunks too)
     deleted = [r for r in wire.requests if r.method == "DELETE"]
-    assert [r.path for r in deleted] == ["/docqa-acme.v2"]  # the concrete index: never through the alias
+    assert [r.path for r in deleted] == ["/docqa-acme.v3"]  # the concrete index: never through the alias
+
+
+def _version_2_index(wire: spec.FakeWire) -> None:
+    """The store's index as DocQA made it before pages and anchors (mapping version 2, ``docqa-acme.v2``)."""
+    body = index_body("acme", DIM, HnswSettings(), alias="docqa-acme")
+    mappings = body["mappings"]
+    for name in ADDED_FIELDS:
+        del mappings["properties"][name]
+    mappings["_meta"]["docqa"]["mapping_version"] = 2
+    wire.indices["docqa-acme.v2"] = {
+        "aliases": {"docqa-acme": {}},
+        "mappings": mappings,
+        "settings": {"index": {k: str(v).lower() for k, v in body["settings"]["index"].items()}},
+    }
+
+
+@pytest.mark.parametrize("first", ["ensure", "upsert"])
+def test_an_index_from_before_pages_and_anchors_gains_them_in_place(wire: spec.FakeWire, first: str) -> None:
+    _version_2_index(wire)
+    index = _adapter(wire)
+    written = dataclasses.replace(chunk("a.pdf", 0, vector()), pages=(2, 3), anchor="")
+    if first == "ensure":
+        index.ensure(StoreSpec("acme", DIM))
+    index.upsert("acme", [written])
+    (put,) = [r for r in wire.requests if r.operation.group == "indices.put_mapping"]
+    assert put.path == "/docqa-acme.v2/_mapping"  # the concrete index, whose name keeps its version
+    assert put.body == {
+        "properties": {"pages": FIELDS["pages"], "anchor": FIELDS["anchor"]},
+        "_meta": {"docqa": {"store_id": "acme", "dimension": DIM, "mapping_version": 3}},
+    }
+    _check_sent(wire)
+    (bulk,) = [r for r in wire.requests if r.operation.group == "bulk"]
+    assert bulk.body[1]["pages"] == [2, 3] and bulk.body[1]["anchor"] == ""
+    index.ensure(StoreSpec("acme", DIM))  # upgraded once: nothing more to add
+    assert len([r for r in wire.requests if r.operation.group == "indices.put_mapping"]) == 1
+
+
+def test_searching_an_index_from_before_pages_and_anchors_needs_no_upgrade(wire: spec.FakeWire) -> None:
+    _version_2_index(wire)
+    source = {k: v for k, v in chunk_source("acme", chunk("a.md", 0, vector()), vector(), 1).items()}
+    del source["pages"], source["anchor"], source[VECTOR_FIELD]
+    wire.hits = [{"_index": "docqa-acme.v2", "_id": "a.md#0", "_score": 1.5, "_source": source}]
+    (hit,) = _adapter(wire).knn("acme", vector(), 1, acl_filter(["group:everyone"]))
+    assert (hit.chunk.pages, hit.chunk.anchor) == ((), "")
+    assert not [r for r in wire.requests if r.method == "PUT"]
 
 
 def test_bulk_goes_out_in_batches_with_the_configured_refresh(wire: spec.FakeWire) -> None:

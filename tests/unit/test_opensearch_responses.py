@@ -20,9 +20,17 @@ from acl.errors import ConfigurationError, IndexUnavailable, InvalidArgument, No
 from acl.model import Acl
 from indexer.index.filters import acl_filter, documents_filter
 from indexer.index.opensearch.index import ChunksRejected, OpenSearchIndex, OpenSearchOptions
-from indexer.index.opensearch.mapping import HnswSettings, IndexFacts, index_body, index_name, mapping_problems
+from indexer.index.opensearch.mapping import (
+    HnswSettings,
+    IndexFacts,
+    index_body,
+    index_name,
+    mapping_problems,
+    missing_fields,
+)
 from indexer.index.opensearch.requests import chunk_source
 from indexer.index.opensearch.responses import (
+    chunk_from_source,
     cosine_from_knn_score,
     cosine_from_script_score,
     search_hits,
@@ -394,6 +402,28 @@ def test_indices_a_template_or_a_stray_write_changed_are_refused() -> None:
         "docqa-acme", {"docqa-acme": {"aliases": {}, "mappings": body["mappings"], "settings": settings}}
     )
     assert any("not the alias" in p for p in mapping_problems(plain, 384, HnswSettings()))
+
+
+def test_an_index_from_before_pages_and_anchors_is_upgradable_not_refused() -> None:
+    body = index_body(STORE, 384, HnswSettings(), alias="docqa-acme")
+    del body["mappings"]["properties"]["pages"], body["mappings"]["properties"]["anchor"]
+    facts = facts_of(body)
+    assert mapping_problems(facts, 384, HnswSettings()) == []
+    assert missing_fields(facts) == ["pages", "anchor"]
+    assert missing_fields(facts_of(index_body(STORE, 384, HnswSettings(), alias="docqa-acme"))) == []
+    body["mappings"]["properties"]["pages"] = {"type": "keyword"}  # there, but not what this version maps
+    assert mapping_problems(facts_of(body), 384, HnswSettings()) == ["field 'pages' is 'keyword', expected 'integer'"]
+
+
+def test_chunks_read_back_with_their_pages_and_anchor() -> None:
+    source = chunk_source(STORE, dataclasses.replace(chunk("a.pdf", 0, vectors(1)[0]), pages=(4, 5)), vectors(1)[0], 1)
+    assert chunk_from_source(source).pages == (4, 5)
+    source |= {"pages": 7, "anchor": "intro"}  # a single value comes back as it was sent
+    assert (chunk_from_source(source).pages, chunk_from_source(source).anchor) == ((7,), "intro")
+    del source["pages"], source["anchor"]  # written before mapping version 3
+    assert (chunk_from_source(source).pages, chunk_from_source(source).anchor) == ((), "")
+    with pytest.raises(IndexUnavailable, match="unexpected"):
+        chunk_from_source(source | {"pages": ["twelve"]})
 
 
 def test_quantised_and_sharded_indices_are_described() -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from service.domain.store import Store
 from service.persistence.sql_settings import SqlSettingsRepository
 from tests.fakes import FakeIndex
 from tests.fakes_service import FakeEmbedder
+from tests.unit.test_loaders import make_pdf
 
 STORE = "docs"
 MANIFEST = """
@@ -246,3 +248,27 @@ def test_a_rejected_document_still_takes_the_manifests_narrower_acl(folder: Path
     assert "guide.txt" in report.failed
     assert repo.acls(STORE, ["guide.txt"])["guide.txt"] == Acl.of(["user:bob"])
     assert {c.acl for c in index.chunks[STORE].values() if c.document_id == "guide.txt"} == {Acl.of(["user:bob"])}
+
+
+def test_chunks_carry_pages_and_anchors_and_reindex_brings_them_to_older_documents(
+    folder: Path, repo: SqlSettingsRepository
+) -> None:
+    (folder / "manual.html").write_text(
+        '<html><body><section id="setup"><h2>Setup<a class="headerlink" href="#setup">¶</a></h2>'
+        "<p>Run the installer.</p></section></body></html>"
+    )
+    (folder / "report.pdf").write_bytes(make_pdf([["Revenue grew."], ["Costs fell."]]))
+    index, embedder = FakeIndex(), FakeEmbedder()
+    ingestor(index, repo, embedder).index_folder(folder)
+    stored = index.chunks[STORE]
+    assert [(c.anchor, c.pages) for c in stored.values() if c.document_id == "manual.html"] == [("setup", ())]
+    assert "¶" not in stored["manual.html#0"].text
+    assert [c.pages for c in stored.values() if c.document_id == "report.pdf"] == [(1, 2)]
+    # Chunks written before pages and anchors existed; an unchanged file keeps them so on a plain run.
+    for chunk_id, chunk in list(stored.items()):
+        stored[chunk_id] = dataclasses.replace(chunk, pages=(), anchor="")
+    assert sorted(ingestor(index, repo, embedder).index_folder(folder).indexed) == []
+    report = ingestor(index, repo, embedder).index_folder(folder, reindex=True)
+    assert sorted(report.indexed) == ["finance/q3.md", "guide.txt", "manual.html", "page.html", "report.pdf"]
+    assert index.chunks[STORE]["manual.html#0"].anchor == "setup"
+    assert index.chunks[STORE]["report.pdf#0"].pages == (1, 2)

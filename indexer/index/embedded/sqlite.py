@@ -45,9 +45,16 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks (document_id)",
 )
 
+#: Columns added after version 1, each added to an older database when it is opened (no version bump:
+#: an older DocQA ignores them). Rows written before have the defaults: no pages, no anchor.
+_ADDED_COLUMNS = (
+    ("pages", "TEXT NOT NULL DEFAULT '[]'"),  # a JSON list of 1-based PDF pages
+    ("anchor", "TEXT NOT NULL DEFAULT ''"),
+)
+
 _META_COLUMNS = (
     "seq, chunk_id, document_id, ordinal, text, title, source_uri, heading_path,"
-    " start_offset, end_offset, acl_allow, acl_deny"
+    " start_offset, end_offset, acl_allow, acl_deny, pages, anchor"
 )
 
 
@@ -83,12 +90,14 @@ def encode_row(chunk: ChunkRecord, vector: bytes | None) -> tuple[object, ...]:
         chunk.end,
         _principals(chunk.acl.allow),
         _principals(chunk.acl.deny),
+        json.dumps(list(chunk.pages)),
+        chunk.anchor,
         vector,
     )
 
 
 def _decode_meta(row: sqlite3.Row | tuple[object, ...]) -> ChunkRecord:
-    (_, chunk_id, document_id, ordinal, text, title, uri, heading, start, end, allow, deny) = row
+    (_, chunk_id, document_id, ordinal, text, title, uri, heading, start, end, allow, deny, pages, anchor) = row
     return ChunkRecord(
         chunk_id=str(chunk_id),
         document_id=str(document_id),
@@ -100,6 +109,8 @@ def _decode_meta(row: sqlite3.Row | tuple[object, ...]) -> ChunkRecord:
         start=int(str(start)),
         end=int(str(end)),
         acl=Acl(frozenset(str(allow).split()), frozenset(str(deny).split())),
+        pages=tuple(int(page) for page in json.loads(str(pages))),
+        anchor=str(anchor),
     )
 
 
@@ -127,6 +138,7 @@ class ChunkTable:
             with _transaction(conn):
                 for statement in _SCHEMA:
                     conn.execute(statement)
+                _add_columns(conn)
                 conn.execute(
                     "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
                     (SCHEMA_VERSION,),
@@ -163,6 +175,13 @@ class ChunkTable:
         if dimension is None:
             conn.close()
             return None
+        try:
+            if _missing_columns(conn):
+                with _transaction(conn):
+                    _add_columns(conn)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise IndexUnavailable(f"cannot upgrade the embedded index at {path}: {exc}") from exc
         return cls(conn, dimension, persistent=True)
 
     def close(self) -> None:
@@ -212,8 +231,8 @@ class ChunkTable:
             self._conn.executemany("DELETE FROM chunks WHERE chunk_id = ?", [(c.chunk_id,) for c in chunks])
             self._conn.executemany(
                 "INSERT INTO chunks (chunk_id, document_id, ordinal, text, title, source_uri,"
-                " heading_path, start_offset, end_offset, acl_allow, acl_deny, vector)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " heading_path, start_offset, end_offset, acl_allow, acl_deny, pages, anchor, vector)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (encode_row(c, v.tobytes() if self.persistent else None) for c, v in zip(chunks, vectors, strict=True)),
             )
             # AUTOINCREMENT: new seqs are above every seq ever used.
@@ -271,6 +290,17 @@ def _connect(path: Path | None, *, create: bool) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise IndexUnavailable(f"cannot open the embedded index at {path}: {exc}") from exc
     return conn
+
+
+def _missing_columns(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    present = {str(row[1]) for row in conn.execute("PRAGMA table_info(chunks)")}
+    return [(name, declaration) for name, declaration in _ADDED_COLUMNS if name not in present]
+
+
+def _add_columns(conn: sqlite3.Connection) -> None:
+    """Add the columns an older database lacks (call inside a write transaction: checked again there)."""
+    for name, declaration in _missing_columns(conn):
+        conn.execute(f"ALTER TABLE chunks ADD COLUMN {name} {declaration}")
 
 
 def _read_dimension(conn: sqlite3.Connection) -> int | None:

@@ -66,6 +66,8 @@ from indexer.index.opensearch.mapping import (
     index_body,
     index_name,
     mapping_problems,
+    missing_fields,
+    upgrade_body,
 )
 from indexer.index.opensearch.requests import (
     Body,
@@ -219,7 +221,7 @@ class OpenSearchIndex(Index):
             )
         if created:
             log.info("created OpenSearch index %s (dimension %d, %s)", facts.concrete, store.dimension, hnsw.engine)
-        self._remember(store.store_id, facts)
+        self._remember(store.store_id, self._upgraded(store.store_id, facts))
 
     def drop(self, store_id: str) -> None:
         # OpenSearch deletes concrete indices only, never through an alias: find it first.
@@ -270,7 +272,8 @@ class OpenSearchIndex(Index):
     def upsert(self, store_id: str, chunks: Sequence[ChunkRecord]) -> None:
         chunks = list(chunks)
         name = self.index_name(store_id)
-        vectors = chunk_vectors(chunks, self._facts_of(store_id).dimension or 0)
+        facts = self._upgraded(store_id, self._facts_of(store_id))  # a strict mapping refuses unknown fields
+        vectors = chunk_vectors(chunks, facts.dimension or 0)
         if not chunks:
             return
         counts = _complete_documents(chunks)
@@ -495,6 +498,31 @@ class OpenSearchIndex(Index):
             raise InvalidArgument(f"OpenSearch index {facts.name!r} is not a DocQA store index: {'; '.join(problems)}")
         self._remember(store_id, facts)
         return facts
+
+    def _upgraded(self, store_id: str, facts: IndexFacts) -> IndexFacts:
+        """``facts`` of an index that has every field of this version: an older DocQA's index gets the
+        missing ones (``mapping.upgrade_body``) and is read again; others are returned as they are."""
+        missing = missing_fields(facts)
+        if not missing:
+            return facts
+        concrete = facts.concrete or facts.name
+        body, timeout = upgrade_body(facts), self._options.write_timeout_s
+        try:
+            self._call(
+                f"add fields {missing} to {concrete}",
+                lambda: self._client.indices.put_mapping(index=concrete, body=body, request_timeout=timeout),
+                store_id,
+            )
+        except ConfigurationError as exc:
+            raise ConfigurationError(
+                f"{exc.message}. OpenSearch index {concrete!r} was made by an older DocQA and lacks the fields "
+                f"{missing}; adding them needs the indices:admin/mapping/put permission (or drop the store and "
+                "index it again)"
+            ) from None
+        log.info("added fields %s to OpenSearch index %s", ", ".join(missing), concrete)
+        upgraded = self._facts(store_id)
+        self._remember(store_id, upgraded)
+        return upgraded
 
     def _facts(self, store_id: str) -> IndexFacts:
         """What the store's index says about itself; NotFound if there is none."""

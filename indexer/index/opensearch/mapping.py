@@ -27,8 +27,9 @@ from acl.errors import InvalidArgument
 
 VECTOR_FIELD = "embedding"
 SPACE_TYPE = "cosinesimil"
-#: Bumped when the mapping changes in a way older indexes cannot serve.
-MAPPING_VERSION = 2
+#: Bumped when the mapping changes. Version 3 added ``pages`` and ``anchor``, which ``ensure`` (and the first
+#: write) add to a version 2 index in place (``ADDED_FIELDS``); its concrete name keeps its ``.v2``.
+MAPPING_VERSION = 3
 
 Engine = Literal["faiss", "lucene"]
 
@@ -47,7 +48,11 @@ FIELDS: dict[str, dict[str, Any]] = {
     "start": {"type": "integer", "index": False, "doc_values": False},
     "end": {"type": "integer", "index": False, "doc_values": False},
     "chunk_count": {"type": "integer", "index": False, "doc_values": False},
+    "pages": {"type": "integer", "index": False, "doc_values": False},
+    "anchor": {"type": "keyword", "index": False, "doc_values": False},
 }
+#: Fields added after version 2: an index without them is upgraded with a put-mapping, not refused.
+ADDED_FIELDS = ("pages", "anchor")
 #: Fields a query filters on: their type must be exactly keyword.
 FILTER_FIELDS = ("store_id", "document_id", "chunk_id", "acl_allow", "acl_deny")
 
@@ -228,6 +233,26 @@ def mapping_problems(facts: IndexFacts, dimension: int | None, hnsw: HnswSetting
         problems.append(f"mappings.dynamic is {facts.dynamic!r}, expected 'strict' (an index template?)")
     for field_name, mapping in FIELDS.items():
         actual = facts.field_types[field_name]
+        if actual is None and field_name in ADDED_FIELDS:
+            continue  # an older DocQA's index: ``missing_fields`` says what to add
         if actual != mapping["type"]:
             problems.append(f"field {field_name!r} is {actual!r}, expected {mapping['type']!r}")
     return problems
+
+
+def missing_fields(facts: IndexFacts) -> list[str]:
+    """The fields of this version that an index made by an older DocQA lacks (added in place by ``upgrade_body``)."""
+    return [name for name in ADDED_FIELDS if facts.field_types.get(name) is None]
+
+
+def upgrade_body(facts: IndexFacts) -> dict[str, Any]:
+    """The body of ``PUT /<concrete index>/_mapping`` that adds ``missing_fields`` and records this version.
+
+    Adding a field to a ``strict`` mapping is allowed; chunks written before
+    simply lack it (read back as no pages, no anchor) until re-indexed.
+    """
+    body: dict[str, Any] = {"properties": {name: FIELDS[name] for name in missing_fields(facts)}}
+    if facts.store_id is not None and facts.dimension is not None:
+        meta = {"store_id": facts.store_id, "dimension": facts.dimension, "mapping_version": MAPPING_VERSION}
+        body["_meta"] = {"docqa": meta}
+    return body

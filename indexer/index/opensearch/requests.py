@@ -80,6 +80,8 @@ def chunk_source(store_id: str, chunk: ChunkRecord, vector: Any, chunk_count: in
         "acl_allow": sorted(chunk.acl.allow),
         "acl_deny": sorted(chunk.acl.deny),
         "chunk_count": chunk_count,
+        "pages": list(chunk.pages),
+        "anchor": chunk.anchor,
         VECTOR_FIELD: _floats(vector),
     }
 

@@ -86,6 +86,9 @@ def chunk_from_source(source: Mapping[str, Any]) -> ChunkRecord:
                 frozenset(str(p) for p in _as_list(source.get("acl_allow"))),
                 frozenset(str(p) for p in _as_list(source.get("acl_deny"))),
             ),
+            # Absent from chunks written before mapping version 3: no pages, no anchor.
+            pages=tuple(int(p) for p in _as_list(source.get("pages"))),
+            anchor=str(source.get("anchor") or ""),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise _unexpected(f"a chunk without a valid {exc.args[0] if exc.args else 'field'}") from None

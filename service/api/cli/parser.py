@@ -74,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--acl-manifest", metavar="FILE", help="ACL manifest (default: acl.yaml in the folder)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or progress lines")
     p.add_argument(
+        "--reindex",
+        action="store_true",
+        help="load, chunk and embed every file again, changed or not (after an upgrade: PDF pages, HTML anchors)",
+    )
+    p.add_argument(
         "--progress-every",
         type=float,
         default=10.0,

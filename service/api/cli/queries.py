@@ -48,6 +48,7 @@ def cmd_index(args: argparse.Namespace, app: Any) -> int:
                 progress=progress.on_files if progress else None,
                 on_total=progress.on_total if progress else None,
                 on_chunks=progress.on_chunks if progress else None,
+                reindex=args.reindex,
             )
     finally:
         if progress is not None:

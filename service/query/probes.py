@@ -19,16 +19,24 @@ MAX_PROBE_CHARS = 300
 #: Words a sentence probe keeps at most, before dropping some.
 MAX_SENTENCE_WORDS = 24
 #: Fewest words a sentence probe starts from (shorter sentences are skipped while longer ones exist).
-MIN_SENTENCE_WORDS = 6
+MIN_SENTENCE_WORDS = 8
 #: Share of a sentence's words dropped.
 DROP_SHARE = 0.25
+#: Chunks of a document tried for a sentence of prose.
+SENTENCE_TRIES = 5
 #: Headings per document.
 HEADINGS_PER_DOCUMENT = 2
+#: A heading of fewer words is read with its parent heading (or the title).
+SHORT_HEADING_WORDS = 4
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n|\n(?=\s*[-*#|>]|\s*\d+[.)]\s)")
 # Markup a chunk may keep at a line's start: list bullets, heading hashes, quote marks, table bars.
 _LEADING_MARKUP = re.compile(r"^[\s\-*#>|+•]+")
 _WORD = re.compile(r"\S+")
+# A word of prose: two letters or more (not a number, a bar of a table, a lone symbol).
+_PROSE_WORD = re.compile(r"(?<!\S)[^\W\d_]{2,}")
+# A section number before a heading: "9.23.4. ", "F.2. ", "Chapter 9. ".
+_NUMBERING = re.compile(r"^(?:(?:chapter|appendix)\s+)?(?:\d+|[A-Z])(?:\.\d+)*\.\s+(?=\S)", re.IGNORECASE)
 
 
 def _clip(text: str) -> str:
@@ -36,27 +44,34 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_PROBE_CHARS else text[:MAX_PROBE_CHARS].rsplit(" ", 1)[0]
 
 
-def heading_probe(path: Sequence[str]) -> str | None:
-    """The deepest heading, with its parent when it is short ("Carry-over" → "Vacation policy Carry-over")."""
-    parts = [p.strip() for p in path if p.strip()]
+def heading_probe(path: Sequence[str], title: str = "") -> str | None:
+    """The deepest heading, after its parents (then the title) while it is short: "Vacation policy Carry-over".
+
+    A short heading alone ("Description", "See Also") could belong to any document; with its parents it
+    reads like what people ask about. Section numbers ("9.23.4.") are dropped.
+    """
+    parts = [t for t in (_NUMBERING.sub("", p).strip() for p in path) if t]
     if not parts:
         return None
-    text = parts[-1] if len(parts) == 1 or len(parts[-1].split()) >= 4 else f"{parts[-2]} {parts[-1]}"
+    text = parts[-1]
+    for parent in [*reversed(parts[:-1]), _NUMBERING.sub("", title).strip()]:
+        if len(text.split()) >= SHORT_HEADING_WORDS:
+            break
+        if parent and parent.casefold() not in text.casefold():
+            text = f"{parent} {text}"
     return _clip(text) or None
 
 
 def sentence_probe(text: str, rng: Random) -> str | None:
-    """The chunk's first sentence of some length, cut to MAX_SENTENCE_WORDS, a quarter of its words dropped."""
+    """The chunk's first sentence of MIN_SENTENCE_WORDS words or more, cut to MAX_SENTENCE_WORDS, a quarter
+    of its words dropped; None when the chunk has no such sentence (a table, a navigation line, code)."""
     sentences = [_LEADING_MARKUP.sub("", s).strip() for s in _SENTENCE_END.split(text)]
-    worded = [_WORD.findall(s) for s in sentences if s]
-    if not worded:
-        return None
-    words = next((w for w in worded if len(w) >= MIN_SENTENCE_WORDS), max(worded, key=len))
-    words = words[:MAX_SENTENCE_WORDS]
-    if len(words) < 3:
-        return None
-    drop = set(rng.sample(range(len(words)), round(len(words) * DROP_SHARE)))
-    return _clip(" ".join(w for i, w in enumerate(words) if i not in drop)) or None
+    for sentence in sentences:
+        if len(_PROSE_WORD.findall(sentence)) >= MIN_SENTENCE_WORDS:
+            words = _WORD.findall(sentence)[:MAX_SENTENCE_WORDS]
+            drop = set(rng.sample(range(len(words)), round(len(words) * DROP_SHARE)))
+            return _clip(" ".join(w for i, w in enumerate(words) if i not in drop)) or None
+    return None
 
 
 def document_probes(title: str, chunks: Sequence[ChunkRecord], rng: Random) -> tuple[list[str], list[str], list[str]]:
@@ -72,11 +87,14 @@ def document_probes(title: str, chunks: Sequence[ChunkRecord], rng: Random) -> t
     titles = [p for p in [_clip(title)] if p and fresh(p)]
     paths = sorted({c.heading_path for c in chunks if any(h.strip() for h in c.heading_path)})
     picked = rng.sample(paths, min(HEADINGS_PER_DOCUMENT, len(paths)))
-    headings = [p for p in (heading_probe(path) for path in picked) if p is not None and fresh(p)]
+    headings = [p for p in (heading_probe(path, title) for path in picked) if p is not None and fresh(p)]
     texts = [c for c in sorted(chunks, key=lambda c: c.ordinal) if c.text.strip()]
     sentences = []
-    if texts:
-        sentence = sentence_probe(rng.choice(texts).text, rng)
-        if sentence is not None and fresh(sentence):
-            sentences.append(sentence)
+    # A random chunk; the next ones when it has no sentence of prose.
+    for chunk in rng.sample(texts, min(SENTENCE_TRIES, len(texts))):
+        sentence = sentence_probe(chunk.text, rng)
+        if sentence is not None:
+            if fresh(sentence):
+                sentences.append(sentence)
+            break
     return titles, headings, sentences

@@ -144,6 +144,11 @@ def test_probes_from_headings_and_sentences() -> None:
     assert heading_probe(("Vacation policy", "Carry-over")) == "Vacation policy Carry-over"
     assert heading_probe(("Handbook", "How to request time off")) == "How to request time off"
     assert heading_probe(("", "  ")) is None
+    # A short heading alone could be any document's: its parents, then the title, come first.
+    assert heading_probe(("See Also",), "CREATE VIEW") == "CREATE VIEW See Also"
+    assert heading_probe(("Description", "Note"), "CREATE CAST") == "CREATE CAST Description Note"
+    assert heading_probe(("9.23.4. ANY / SOME",), "Subquery Expressions") == "Subquery Expressions ANY / SOME"
+    assert heading_probe(("A word about things",), "T") == "A word about things"
     sentence = "Up to five unused days may be carried over into the next calendar year."
     words = sentence.split(" ")
     probe = sentence_probe(f"## Carry-over\n\n{sentence} Another sentence follows here.", Random(1))
@@ -151,6 +156,7 @@ def test_probes_from_headings_and_sentences() -> None:
     kept = probe.split()
     assert len(kept) == len(words) - round(len(words) * 0.25) and all(w in words for w in kept)
     assert sentence_probe("Too short.", Random(1)) is None
+    assert sentence_probe("Prev | Up | Next\n\n| 12 | 14 | 99 | 1.5 | x | y | z | w |", Random(1)) is None
 
 
 def test_a_document_repeats_no_probe() -> None:

@@ -18,7 +18,7 @@ from indexer.index import ChunkRecord
 MAX_PROBE_CHARS = 300
 #: Words a sentence probe keeps at most, before dropping some.
 MAX_SENTENCE_WORDS = 24
-#: Fewest words a sentence probe starts from (shorter sentences are skipped while longer ones exist).
+#: Fewest words of prose (two letters or more) a sentence needs to become a probe.
 MIN_SENTENCE_WORDS = 8
 #: Share of a sentence's words dropped.
 DROP_SHARE = 0.25

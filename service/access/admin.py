@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
+import logging
 import math
+import uuid
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from acl.errors import InvalidArgument, NotFound
 from acl.model import Acl
 from service.access.state import AccessState, AclView, MembershipView
 from service.config import StoreDefaults
+from service.domain.calibration_report import CalibrationReport
 from service.domain.limits import MAX_STORE_CHUNKS
 from service.domain.store import Store, validate_store_id
 from service.domain.store_settings import validate_model_id, validate_prompt_template, validate_store_name
 from service.domain.threshold import Threshold, parse_level
-from service.persistence.ports import SettingsRepository
+from service.persistence.ports import AuditRecord, SettingsRepository
 
 if TYPE_CHECKING:
     from indexer.index import Index
+
+log = logging.getLogger("docqa.admin")
+#: The audit trail's class of a calibrated scale applied to a store.
+CALIBRATION_AUDIT_CLASS = "calibrate"
 
 
 def _number(name: str, value: Any) -> float:
@@ -100,6 +108,41 @@ class Admin:
         if not clean:
             return store
         return self._repo.update_store(store_id, **clean)
+
+    def apply_calibration(self, report: CalibrationReport, user_id: str, interface: str) -> Store:
+        """Store the report's proposed min/max thresholds; the audit trail records who applied them, and when."""
+        before = self.store(report.store_id)
+        store = self.update_settings(
+            report.store_id, min_threshold=report.proposed.minimum, max_threshold=report.proposed.maximum
+        )
+        self._repo.record_audit(
+            AuditRecord(
+                query_id=str(uuid.uuid4()),
+                user_id=user_id,
+                store_id=store.id,
+                query_class=CALIBRATION_AUDIT_CLASS,
+                document_ids=(),
+                chunk_ids=(),
+                threshold=Threshold(store.min_threshold, store.max_threshold).score_for(store.level),
+                timings_ms={},
+                outcome="OK",
+                interface=interface,
+                created_at=datetime.now(UTC),
+                document_count=report.documents_sampled,
+                chunk_count=0,
+            )
+        )
+        log.info(
+            "store %s: %s applied a calibrated scale over %s: min_threshold %.4f -> %.4f, max_threshold %.4f -> %.4f",
+            store.id,
+            user_id,
+            interface,
+            before.min_threshold,
+            store.min_threshold,
+            before.max_threshold,
+            store.max_threshold,
+        )
+        return store
 
     # groups (through the one writer of access state) ---------------------------------------
     def add_member(self, group: str, member: str, actor: str) -> bool:

@@ -42,6 +42,12 @@ def cmd_stores(args: argparse.Namespace, app: Any) -> int:
 
 
 def cmd_settings(args: argparse.Namespace, app: Any) -> int:
+    if args.action == "calibrate":
+        from service.api.cli.calibrate import cmd_calibrate
+
+        return cmd_calibrate(args, app, _actor().removeprefix("cli:"))
+    if args.apply or args.sample is not None:
+        raise InvalidArgument(f"'settings {args.action}' does not take --apply or --sample ('settings calibrate' does)")
     admin = app.admin_without_index()
     if args.action == "set":
         store = admin.update_settings(

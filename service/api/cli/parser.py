@@ -153,13 +153,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = _command(
         sub,
         "settings",
-        "show or change a store's settings (relevancy level, thresholds, chunks, prompt, model)",
+        "show or change a store's settings (relevancy level, thresholds, chunks, prompt, model); "
+        "calibrate the thresholds from the store's own content",
         "  docqa settings show acme\n"
         "  docqa settings set acme --level 0.7\n"
+        "  docqa settings calibrate acme            # report only: predicted answer/refusal rates per level\n"
+        "  docqa settings calibrate acme --apply    # store the proposed min/max thresholds (audited)\n"
         "  docqa settings set acme --min-threshold 0.15 --max-threshold 0.65 --max-chunks 5\n"
         "  docqa settings set acme --prompt-template 'Answer from:\\n{context}\\nQuestion: {question}'",
     )
-    p.add_argument("action", choices=["show", "set"], help="show the settings, or set the options given")
+    p.add_argument(
+        "action",
+        choices=["show", "set", "calibrate"],
+        help="show the settings, set the options given, or calibrate min/max thresholds from the store's content",
+    )
     p.add_argument("store", help="store id")
     p.add_argument("--level", help="default relevancy level in [0, 1] (0 = no threshold)")
     p.add_argument("--min-threshold", metavar="X", help="cosine similarity that level 0 maps to, in [-1, 1]")
@@ -171,7 +178,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="prompt with {context} and {question} once each, nothing else in braces ({{ and }} for literal ones)",
     )
     p.add_argument("--llm-model-id", metavar="ID", help="the language model of this store (watsonx model id)")
-    p.add_argument("--json", action="store_true", help="print the settings as one JSON object")
+    p.add_argument("--json", action="store_true", help="print the settings (or the calibration) as one JSON object")
+    p.add_argument(
+        "--apply", action="store_true", help="calibrate: store the proposed thresholds (default: report only)"
+    )
+    p.add_argument(
+        "--sample", type=int, metavar="N", help="calibrate: documents to draw probes from, 1 to 5000 (default 200)"
+    )
     p.set_defaults(handler=cmd_settings)
 
     p = _command(

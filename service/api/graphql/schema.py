@@ -23,6 +23,7 @@ from service.access.store_summaries import StoreSummaries, StoreSummary, Viewer
 from service.api.audit import AuditedQueries
 from service.api.errors import bounded_message, for_remote_caller, mapping_for, public_message
 from service.api.graphql.access import DocumentAcl, change_member, document_acl, reset_document_acl, set_document_acl
+from service.api.graphql.calibration import CalibrationReportType, calibrate_store
 from service.bootstrap import App
 from service.domain.queries import Answer, DocumentQuery, MultiDocumentQuery, SourceChunk, VectorQuery
 from service.domain.queries import SourceDocument as SourceDocumentRecord
@@ -346,6 +347,17 @@ class Mutation:
     ) -> StoreSettings:
         changes = {k: v for k, v in vars(settings).items() if v is not None}
         return await _run(info, "updateStoreSettings", lambda c: _set(c, store_id, changes))
+
+    @strawberry.mutation(
+        description="Calibrate a store's min/max thresholds from its own content: a report of predicted "
+        "answer/refusal rates per level; with apply the proposed scale is stored and audited (admin only)."
+    )
+    async def calibrate_store(
+        self, info: Info[RequestContext, None], store_id: str, apply: bool = False, sample: int | None = None
+    ) -> CalibrationReportType:
+        return await _run(
+            info, "calibrateStore", lambda c: calibrate_store(c.services.app, c.identity(), store_id, apply, sample)
+        )
 
     @strawberry.mutation(
         description="Replace a document's WHOLE ACL (allow and deny) by an admin override, kept over every "

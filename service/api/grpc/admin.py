@@ -11,7 +11,9 @@ from acl.errors import DocQAError, InvalidArgument
 from acl.model import Acl
 from service.access.state import AclView
 from service.access.store_summaries import StoreSummaries, StoreSummary, Viewer
+from service.api.calibration import calibrate
 from service.api.errors import for_remote_caller, mapping_for, public_message
+from service.api.grpc.calibration import calibration_message
 from service.api.grpc.context import Services, rpc
 from service.persistence.ports import ADMIN_SOURCE
 from service.security.tokens import require_admin
@@ -118,6 +120,21 @@ class AdminServicer:
     @rpc
     def ResetGroupMember(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._member(request, context, "reset")
+
+    @rpc
+    def CalibrateStore(self, request: Any, context: grpc.ServicerContext) -> Any:
+        identity = self.services.identity(context)
+        require_admin(identity)
+        sample = request.sample if request.HasField("sample") else None
+        report = calibrate(
+            self.services.app,
+            request.store_id,
+            sample=sample,
+            apply=request.apply,
+            user_id=identity.user_id,
+            interface="grpc",
+        )
+        return calibration_message(self.services.stubs.admin, report)
 
 
 def _acl(message: Any) -> Acl:

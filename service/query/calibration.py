@@ -1,0 +1,143 @@
+"""Calibrating a store's relevancy scale from its own content: probes in, a report out.
+
+The run samples up to ``sample`` documents (a seeded draw, so a re-run draws
+the same), builds answerable probes from their titles, headings and sentences
+(``probes``), embeds them and the built-in off-topic questions with the
+store's embedding model, and keeps each probe's best cosine over the whole
+store. It runs for an administrator over every chunk, whatever its ACL; the
+report holds numbers only, never a probe or a chunk's text. Storing the
+proposed scale is the admin writer's job (``Admin.apply_calibration``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from random import Random
+
+import numpy as np
+import numpy.typing as npt
+
+from acl.errors import InvalidArgument, NotFound
+from indexer.embedder import Embedder
+from indexer.index import Index
+from indexer.index.filters import Filter, documents_filter
+from indexer.index.port import Vector
+from service.domain.calibration_report import CalibrationReport, ProbeCounts, Sampled, build_report
+from service.domain.offtopic import OFF_TOPIC_QUESTIONS
+from service.domain.store import Store
+from service.domain.threshold import Threshold
+from service.persistence.ports import DocumentCatalog, StoreRepository
+from service.query.probes import document_probes
+
+#: Documents sampled when the caller names no number.
+DEFAULT_SAMPLE = 200
+#: The most documents one calibration may sample.
+MAX_SAMPLE = 5_000
+#: The seed of the document and probe draws: the same store calibrates the same way twice.
+DEFAULT_SEED = 17
+#: Chunks of one document read to draw its headings and sentence from.
+MAX_CHUNKS_PER_DOCUMENT = 1_000
+#: Every chunk of the store: no chunk id is left out. The calibration is an admin's, over all content.
+ALL_CHUNKS: Filter = {"field": "chunk_id", "operator": "not in", "value": []}
+#: Neighbours asked for per probe; the best is kept (a few, so an approximate search finds the true best).
+PROBE_K = 5
+#: Texts embedded per call.
+EMBED_BATCH = 64
+
+
+def validate_sample(sample: object) -> int:
+    """The number of documents to sample: DEFAULT_SAMPLE for None, else an integer in [1, MAX_SAMPLE]."""
+    if sample is None:
+        return DEFAULT_SAMPLE
+    if isinstance(sample, bool) or not isinstance(sample, int) or not 1 <= sample <= MAX_SAMPLE:
+        raise InvalidArgument(f"sample must be an integer between 1 and {MAX_SAMPLE}, got {sample!r}")
+    return sample
+
+
+class Calibrator:
+    """Measures where a store's answerable and off-topic questions score, and proposes a scale."""
+
+    def __init__(
+        self,
+        *,
+        stores: StoreRepository,
+        catalog: DocumentCatalog,
+        index: Index,
+        embedder_for: Callable[[str], Embedder],
+        off_topic: Sequence[str] = OFF_TOPIC_QUESTIONS,
+    ) -> None:
+        self._stores = stores
+        self._catalog = catalog
+        self._index = index
+        self._embedder_for = embedder_for
+        self._off_topic = tuple(off_topic)
+
+    def run(self, store_id: str, sample: int | None = None, seed: int = DEFAULT_SEED) -> CalibrationReport:
+        """The store's calibration report; NotFound for an unknown store, InvalidArgument for one with no chunks."""
+        store = self._stores.get_store(store_id) if isinstance(store_id, str) else None
+        if store is None:
+            raise NotFound(f"store {store_id!r} not found")
+        wanted = validate_sample(sample)
+        chunks = self._chunk_count(store.id)
+        documents = sorted((d for d in self._catalog.list_documents(store.id) if d.chunk_count > 0), key=lambda d: d.id)
+        if chunks == 0 or not documents:
+            raise InvalidArgument(f"store {store.id} has no indexed chunks to calibrate from")
+        rng = Random(seed)
+        sampled = sorted(rng.sample(documents, min(wanted, len(documents))), key=lambda d: d.id)
+        embedder = self._embedder_for(store.embedding_model)
+        fetch = _embed(embedder, [d.title or d.id for d in sampled])
+        titles: list[str] = []
+        headings: list[str] = []
+        sentences: list[str] = []
+        for document, vector in zip(sampled, fetch, strict=True):
+            k = max(1, min(document.chunk_count, MAX_CHUNKS_PER_DOCUMENT))
+            hits = self._index.exact(store.id, vector, k, documents_filter([document.id]))
+            if not hits:  # the catalog knows it, the index no longer does: nothing to draw from
+                continue
+            t, h, s = document_probes(document.title, [hit.chunk for hit in hits], rng)
+            titles += t
+            headings += h
+            sentences += s
+        answerable = self._best_scores(store, embedder, titles + headings + sentences)
+        if not answerable:
+            raise InvalidArgument(f"store {store.id} has no indexed chunks to calibrate from")
+        off_topic = self._best_scores(store, embedder, list(self._off_topic))
+        return build_report(
+            Sampled(
+                store_id=store.id,
+                embedding_model=store.embedding_model,
+                level=store.level,
+                current=Threshold(store.min_threshold, store.max_threshold),
+                documents=len(documents),
+                documents_sampled=len(sampled),
+                chunks=chunks,
+                probes=ProbeCounts(len(titles), len(headings), len(sentences)),
+                answerable=answerable,
+                off_topic=off_topic,
+            )
+        )
+
+    def _chunk_count(self, store_id: str) -> int:
+        try:
+            return self._index.count(store_id)
+        except NotFound:  # the store was never indexed
+            return 0
+
+    def _best_scores(self, store: Store, embedder: Embedder, probes: Sequence[str]) -> list[float]:
+        scores = []
+        for vector in _embed(embedder, probes):
+            hits = self._index.knn(store.id, vector, PROBE_K, ALL_CHUNKS)
+            if hits:
+                scores.append(float(hits[0].score))
+        return scores
+
+
+def _embed(embedder: Embedder, texts: Sequence[str]) -> list[Vector]:
+    """Each text embedded as a question is: batched when the embedder embeds questions as documents."""
+    if type(embedder).embed_query is not Embedder.embed_query:
+        return [embedder.embed_query(t) for t in texts]
+    rows: list[Vector] = []
+    for start in range(0, len(texts), EMBED_BATCH):
+        batch: npt.NDArray[np.float32] = embedder.embed_documents(texts[start : start + EMBED_BATCH])
+        rows.extend(batch[i] for i in range(batch.shape[0]))
+    return rows

@@ -30,7 +30,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -40,6 +39,7 @@ from service.config import load_settings  # noqa: E402
 from service.domain.queries import Caller  # noqa: E402
 from service.quality.evaluation import EvalReport, evaluate  # noqa: E402
 from service.quality.questions import QuestionSet, load_questions  # noqa: E402
+from service.query.calibration import Calibrator  # noqa: E402
 
 STORE = "quality"
 USER = "reader"
@@ -129,16 +129,27 @@ def main() -> None:
             reports[label] = run_mode(app, questions, fusion, rerank)
             print(f"{label}: done", file=sys.stderr)
         if not args.no_calibrate:
-            from service.query.calibration import calibrate
-
-            proposal = calibrate(app.engine_parts(), STORE) if hasattr(app, "engine_parts") else None
-            del proposal
+            calibrator = Calibrator(
+                stores=app.repository, catalog=app.repository, index=app.index, embedder_for=app.embedder
+            )
+            report = calibrator.run(STORE)
+            scale = report.proposed
+            print(
+                f"calibrated: {report.current.minimum:.3f}–{report.current.maximum:.3f} → "
+                f"{scale.minimum:.3f}–{scale.maximum:.3f}",
+                file=sys.stderr,
+            )
+            app.repository.update_store(STORE, min_threshold=scale.minimum, max_threshold=scale.maximum)
+            calibrated = f"{MODES[-1][0]}, calibrated {scale.minimum:.2f}–{scale.maximum:.2f}"
+            reports[calibrated] = run_mode(app, questions, MODES[-1][1], MODES[-1][2])
     finally:
         app.repository.update_store(STORE, **original)
 
     base = reports.get("dense") or next(iter(reports.values()))
-    print(f"\n{len(questions.questions)} questions ({base.summary.answerable} answerable, "
-          f"{base.summary.unanswerable} unanswerable), {counts} chunks, level = store default")
+    print(
+        f"\n{len(questions.questions)} questions ({base.summary.answerable} answerable, "
+        f"{base.summary.unanswerable} unanswerable), {counts} chunks, level = store default"
+    )
     print("| mode | hit@1 | hit@5 | MRR | hit@1 vs dense | answered | refused | key term | p50 ms | p95 ms |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for label, report in reports.items():

@@ -1,38 +1,29 @@
 """The watsonx.ai adapter of the generator port, through IBM's ``ibm-watsonx-ai`` SDK (``ModelInference``).
 
 Nothing is imported or connected until the first answer is asked for. The
-SDK's HTTP clients are ours: an ``httpx.Client`` with the configured timeout
-and an explicit TLS context (``verify`` is never left to the SDK, which would
-otherwise fall back to *no* certificate checks for the whole process after one
-TLS failure), and a plain transport with no hidden retries. Retries are the
-SDK's own rate-limited retry of 429/500/502/503/504, bounded by ``max_retries``
-and ``delay_time``; a request that still fails, times out or loses its
-connection becomes ``GeneratorUnavailable``, and rejected credentials or an
-unknown project or model become ``ConfigurationError``. Error messages carry
-a status or a kind, never a key, a token, or prompt text.
+connection (credentials, explicit TLS, timeouts, no hidden retries, error
+translation) is ``service.generation.watsonx_client.WatsonxConnection``, shared
+with the watsonx reranker. Retries are the SDK's own rate-limited retry of
+429/500/502/503/504, bounded by ``max_retries`` and ``delay_time``; a request
+that still fails, times out or loses its connection becomes
+``GeneratorUnavailable``, and rejected credentials or an unknown project or
+model become ``ConfigurationError``. Error messages carry a status or a kind,
+never a key, a token, or prompt text.
 """
 
 from __future__ import annotations
 
-import logging
 import re
-import ssl
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import Any
 
 from acl.errors import ConfigurationError, GeneratorUnavailable
 from service.config import Settings, WatsonxConfig
 from service.generation.extractive import EXTRACTIVE_MODEL_ID
 from service.generation.port import Completion, Generator, Prompt
 from service.generation.prompting import TokenBudget, estimate_tokens
-
-if TYPE_CHECKING:
-    import httpx
-
-log = logging.getLogger("docqa.watsonx")
+from service.generation.watsonx_client import WatsonxConnection
 
 #: Statuses the SDK retries (its default is 429, 503, 504, 520).
 RETRY_STATUS_CODES = (429, 500, 502, 503, 504)
@@ -40,7 +31,6 @@ RETRY_STATUS_CODES = (429, 500, 502, 503, 504)
 _SDK_MAX_DELAY_S = 8.0
 _SDK_JITTER = 1.25
 _CITATION = re.compile(r"\[(\d{1,4})\]")
-_AUTH_PATHS = ("/icp4d-api/", "/identity/token", "/v1/preauth/", "/idprovider/")
 
 
 def retry_budget_s(config: WatsonxConfig) -> float:
@@ -58,21 +48,6 @@ def retry_budget_s(config: WatsonxConfig) -> float:
     return (config.max_retries + 1) * 3 * config.timeout_s + sleeps
 
 
-@dataclass
-class _Exchange:
-    """The HTTP statuses seen during one operation, as (path, status)."""
-
-    replies: list[tuple[str, int]] = field(default_factory=list)
-
-    @property
-    def failed(self) -> tuple[str, int] | None:
-        bad = [r for r in self.replies if r[1] >= 400]
-        return bad[-1] if bad else None
-
-    def attempts(self, path_part: str) -> int:
-        return sum(1 for path, _ in self.replies if path_part in path)
-
-
 class WatsonxGenerator(Generator):
     """Answers with a watsonx.ai foundation model; connects on first use."""
 
@@ -83,10 +58,7 @@ class WatsonxGenerator(Generator):
         self.model_id = config.model_id
         self.context_tokens = config.context_window - config.max_new_tokens
         self._budget = TokenBudget(config.context_window, config.max_new_tokens, estimate_tokens)
-        self._lock = threading.RLock()
-        self._local = threading.local()
-        self._client: Any = None  # ibm_watsonx_ai.APIClient, once connected
-        self._http: list[Any] = []  # the httpx clients handed to the SDK
+        self._connection = WatsonxConnection(config)
         self._models: dict[str, Any] = {}  # model id -> ModelInference
 
     def __repr__(self) -> str:
@@ -135,24 +107,18 @@ class WatsonxGenerator(Generator):
 
     def close(self) -> None:
         """Close the HTTP connections; the next call connects again."""
-        with self._lock:
+        with self._connection.lock:
             self._models.clear()
-            self._client = None
-            clients, self._http = self._http, []
-        for client in clients:
-            close = getattr(client, "close", None)  # the unused async client has no open connection
-            if close is not None:
-                close()
+            self._connection.close()
 
     # checks for `docqa doctor` ---------------------------------------------------------
     def check(self) -> list[tuple[str, bool, str]]:
         """(name, ok, detail) for: the credentials and scope work; the model exists and fits the window."""
         c = self._config
-        scope = f"project {c.project_id}" if c.project_id else f"space {c.space_id}"
-        tls = f"CA bundle {c.ca_bundle}" if c.ca_bundle else ("system CAs" if c.verify else "certificate checks OFF")
+        scope, tls = self._connection.describe()
         try:
             with self._errors(self.model_id):
-                client = self._api_client()
+                client = self._connection.api_client()
         except (ConfigurationError, GeneratorUnavailable) as exc:
             return [("watsonx credentials", False, exc.message)]
         results = [("watsonx credentials", True, f"authenticated to {c.url} ({scope}; TLS: {tls})")]
@@ -185,75 +151,14 @@ class WatsonxGenerator(Generator):
     def _parameters(self) -> dict[str, Any]:
         return {"decoding_method": "greedy", "max_new_tokens": self._config.max_new_tokens}
 
-    def _verify(self) -> ssl.SSLContext | bool:
-        c = self._config
-        if c.ca_bundle is not None:
-            path = str(c.ca_bundle)
-            return (
-                ssl.create_default_context(capath=path)
-                if c.ca_bundle.is_dir()
-                else ssl.create_default_context(cafile=path)
-            )
-        return c.verify
-
-    def _api_client(self) -> Any:
-        with self._lock:
-            if self._client is not None:
-                return self._client
-            import httpx
-            from ibm_watsonx_ai import APIClient, Credentials
-
-            c = self._config
-            _require_username(c)
-            if not c.verify:
-                log.warning("generator.watsonx.verify is false: the certificate of %s is NOT checked", c.url)
-            verify = self._verify()
-            timeout = httpx.Timeout(c.timeout_s)
-            limits = httpx.Limits(max_connections=10, max_keepalive_connections=10, keepalive_expiry=5)
-            hooks = {"response": [self._observe]}
-            # Our own clients: explicit TLS, explicit timeout, a transport without the SDK's
-            # hidden retries (it retries 401/5xx three more times inside every attempt).
-            sync = httpx.Client(
-                verify=verify,
-                timeout=timeout,
-                limits=limits,
-                event_hooks=hooks,
-                transport=httpx.HTTPTransport(verify=verify, limits=limits, retries=0),
-            )
-            # Never used (all our calls are synchronous) and so never connects; without it the
-            # SDK would build one from its defaults (30-minute timeout, its retrying transport).
-            unused_async = httpx.AsyncClient(verify=verify, timeout=timeout, limits=limits)
-            self._http = [sync, unused_async]
-            try:
-                credentials = Credentials(
-                    url=c.url,
-                    api_key=_secret(c.api_key),
-                    token=_secret(c.token),
-                    username=c.username,
-                    password=_secret(c.password),
-                    verify=str(c.ca_bundle) if c.ca_bundle is not None else c.verify,
-                )
-                self._client = APIClient(
-                    credentials,
-                    project_id=c.project_id,
-                    space_id=c.space_id,
-                    httpx_client=sync,
-                    async_httpx_client=unused_async,
-                )
-            except BaseException:
-                self._http = []
-                sync.close()
-                raise
-            return self._client
-
     def _model(self, model_id: str) -> Any:
-        with self._lock:
+        with self._connection.lock:
             model = self._models.get(model_id)
             if model is None:
                 from ibm_watsonx_ai.foundation_models import ModelInference
 
-                client = self._api_client()
-                self._local.stage = "model"
+                client = self._connection.api_client()
+                self._connection.set_stage("model")
                 model = ModelInference(
                     model_id=model_id,
                     api_client=client,
@@ -262,79 +167,12 @@ class WatsonxGenerator(Generator):
                     retry_status_codes=list(RETRY_STATUS_CODES),
                 )
                 self._models[model_id] = model
-                self._local.stage = "call"
+                self._connection.set_stage("call")
             return model
 
-    def _observe(self, response: httpx.Response) -> None:
-        exchange: _Exchange | None = getattr(self._local, "exchange", None)
-        if exchange is not None:
-            exchange.replies.append((response.request.url.path, response.status_code))
-
-    # errors ---------------------------------------------------------------------
-    @contextmanager
-    def _errors(self, model_id: str) -> Iterator[None]:
+    def _errors(self, model_id: str) -> AbstractContextManager[None]:
         """Turn whatever the SDK or httpx raises into our errors, without their messages."""
-        exchange = _Exchange()
-        self._local.exchange = exchange
-        self._local.stage = "connect" if self._client is None else "call"
-        try:
-            yield
-        except (ConfigurationError, GeneratorUnavailable):
-            raise
-        except Exception as exc:
-            error = self._translate(exc, exchange, model_id, getattr(self._local, "stage", "call"))
-            log.warning("watsonx.ai call failed: %s (%s)", error.message, type(exc).__name__)
-            raise error from None
-        finally:
-            self._local.exchange = None
-
-    def _translate(
-        self, exc: Exception, exchange: _Exchange, model_id: str, stage: str
-    ) -> ConfigurationError | GeneratorUnavailable:
-        import httpx
-
-        c = self._config
-        cause = _find(exc, httpx.HTTPError)
-        if isinstance(cause, httpx.TimeoutException):
-            return GeneratorUnavailable(f"language model unavailable: no reply within {c.timeout_s:g} s")
-        if isinstance(cause, httpx.ConnectError) and _is_tls(cause):
-            return ConfigurationError(
-                f"the certificate of {c.url} was not accepted: set generator.watsonx.ca_bundle to the CA that signed it"
-            )
-        if isinstance(cause, httpx.ConnectError):
-            return GeneratorUnavailable("language model unavailable: cannot connect")
-        if isinstance(cause, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
-            return GeneratorUnavailable("language model unavailable: connection dropped")
-        failed = exchange.failed
-        if failed is not None:
-            path, status = failed
-            if status in (401, 403) or (status < 500 and any(p in path for p in _AUTH_PATHS)):
-                return ConfigurationError(
-                    f"watsonx.ai rejected the credentials (HTTP {status}): check generator.watsonx.api_key, "
-                    "token, username or password"
-                )
-            if status < 500 and ("/v2/projects/" in path or "/v2/spaces/" in path):
-                key = "project_id" if "/v2/projects/" in path else "space_id"
-                return ConfigurationError(
-                    f"watsonx.ai has no such {key} (HTTP {status}): check generator.watsonx.{key}"
-                )
-            if status == 404:
-                return ConfigurationError(
-                    f"watsonx.ai does not serve model {model_id!r} here (HTTP 404): check generator.watsonx.model_id"
-                )
-            attempts = exchange.attempts(path)
-            tried = f" after {attempts} attempts" if attempts > 1 else ""
-            return GeneratorUnavailable(f"language model unavailable: HTTP {status}{tried}")
-        if stage == "model":
-            return ConfigurationError(
-                f"model {model_id!r} is not offered by {c.url}: "
-                "check generator.watsonx.model_id or the store's LLM model id"
-            )
-        if stage == "connect":
-            return ConfigurationError(
-                f"cannot set up the watsonx.ai client for {c.url} ({type(exc).__name__}): check generator.watsonx"
-            )
-        return GeneratorUnavailable(f"language model unavailable: unexpected reply ({type(exc).__name__})")
+        return self._connection.errors(model_id)
 
 
 def check(settings: Settings) -> list[tuple[str, bool, str]]:
@@ -353,46 +191,5 @@ def check(settings: Settings) -> list[tuple[str, bool, str]]:
 
 
 # helpers -------------------------------------------------------------------------
-def _secret(value: Any) -> str | None:
-    return None if value is None else str(value.get_secret_value())
-
-
-def _require_username(config: WatsonxConfig) -> None:
-    from urllib.parse import urlsplit
-
-    from ibm_watsonx_ai import APIClient
-
-    parts = urlsplit(config.url or "")
-    base = f"{parts.scheme}://{parts.hostname}"
-    cloud = base in APIClient.PLATFORM_URLS_MAP or base in APIClient.PLATFORM_URLS_MAP.values()
-    if not cloud and config.api_key is not None and config.token is None and not config.username:
-        raise ConfigurationError(
-            "generator.watsonx.username is required with an API key outside IBM Cloud (Cloud Pak for Data)"
-        )
-
-
 def _cited(text: str, count: int) -> tuple[int, ...]:
     return tuple(sorted({n for n in map(int, _CITATION.findall(text)) if 1 <= n <= count}))
-
-
-def _find(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
-    """The first exception of ``kind`` in ``exc``'s cause/context chain (or an exception group)."""
-    seen: set[int] = set()
-    stack: list[BaseException] = [exc]
-    while stack:
-        current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, kind):
-            return current
-        if isinstance(current, BaseExceptionGroup):
-            stack.extend(current.exceptions)
-        for linked in (current.__cause__, current.__context__):
-            if linked is not None:
-                stack.append(linked)
-    return None
-
-
-def _is_tls(error: BaseException) -> bool:
-    return isinstance(_find(error, ssl.SSLError), ssl.SSLError) or "CERTIFICATE_VERIFY_FAILED" in str(error)

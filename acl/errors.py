@@ -46,6 +46,10 @@ class GeneratorUnavailable(Unavailable):
     """The LLM cannot be reached or keeps failing."""
 
 
+class RerankerUnavailable(Unavailable):
+    """The reranking model cannot be reached, fails, or answers nonsense; the query keeps its retrieval order."""
+
+
 class DeadlineExceeded(DocQAError):
     """The caller's deadline passed before the work finished."""
 

@@ -211,6 +211,25 @@ class WatsonxConfig(_Section):
         except InvalidArgument as exc:
             raise ValueError(exc.message) from None
 
+    def connection_problems(self) -> list[str]:
+        """What stops a connection (URL, credentials, project or space, CA bundle), each naming its key."""
+        problems: list[str] = []
+        if not self.url:
+            problems.append("watsonx.url is required")
+        elif not self.url.startswith("https://"):
+            problems.append("watsonx.url must start with https://")
+        if not (self.api_key or self.token or self.password):
+            problems.append("one of watsonx.api_key, watsonx.token or watsonx.password is required")
+        if self.password and not self.username:
+            problems.append("watsonx.username is required with watsonx.password")
+        if bool(self.project_id) == bool(self.space_id):
+            problems.append("exactly one of watsonx.project_id or watsonx.space_id is required")
+        if self.ca_bundle is not None and not self.verify:
+            problems.append("watsonx.ca_bundle is set but watsonx.verify is false")
+        if self.ca_bundle is not None and not self.ca_bundle.exists():
+            problems.append(f"watsonx.ca_bundle {self.ca_bundle} does not exist")
+        return problems
+
 
 class GeneratorConfig(_Section):
     #: ``extractive`` (offline, the default) or ``watsonx``.
@@ -237,27 +256,57 @@ class GeneratorConfig(_Section):
         if self.backend != "watsonx":
             return self
         w = self.watsonx
-        problems: list[str] = []
-        if not w.url:
-            problems.append("watsonx.url is required")
-        elif not w.url.startswith("https://"):
-            problems.append("watsonx.url must start with https://")
-        if not (w.api_key or w.token or w.password):
-            problems.append("one of watsonx.api_key, watsonx.token or watsonx.password is required")
-        if w.password and not w.username:
-            problems.append("watsonx.username is required with watsonx.password")
-        if bool(w.project_id) == bool(w.space_id):
-            problems.append("exactly one of watsonx.project_id or watsonx.space_id is required")
+        problems = w.connection_problems()
         if not w.model_id:
             problems.append("watsonx.model_id is required")
-        if w.ca_bundle is not None and not w.verify:
-            problems.append("watsonx.ca_bundle is set but watsonx.verify is false")
-        if w.ca_bundle is not None and not w.ca_bundle.exists():
-            problems.append(f"watsonx.ca_bundle {w.ca_bundle} does not exist")
         if w.max_new_tokens >= w.context_window:
             problems.append("watsonx.max_new_tokens must be smaller than watsonx.context_window")
         if problems:
             raise ValueError("with backend watsonx: " + "; ".join(problems))
+        return self
+
+
+class RerankConfig(_Section):
+    """How a query's readable candidates are ordered before the best are kept (``service.ranking``)."""
+
+    #: ``offline``: the store's embedding model and text evidence, no extra model (the default);
+    #: ``watsonx``: watsonx.ai's rerank API with ``model_id``, through ``generator.watsonx``'s connection;
+    #: ``cross_encoder``: a local sentence-transformers CrossEncoder from ``model_path``; ``none``: retrieval order.
+    kind: Literal["offline", "watsonx", "cross_encoder", "none"] = "offline"
+    #: Candidates the reranker orders (the best of them are kept: a query's k or the store's max_chunks).
+    candidates: int = Field(30, ge=1, le=1000)
+    #: The watsonx.ai rerank model (kind ``watsonx``).
+    model_id: str = "cross-encoder/ms-marco-minilm-l-12-v2"
+    #: Folder of a sentence-transformers CrossEncoder model (kind ``cross_encoder``); nothing is downloaded.
+    model_path: Path | None = None
+    #: Seconds one rerank request to watsonx.ai may take (connect, write and read each); it is not retried.
+    timeout_s: float = Field(5.0, gt=0, le=600)
+    #: Tokens of each question + chunk pair the model reads; longer input is cut at the end (the model's limit).
+    truncate_input_tokens: int = Field(512, ge=16, le=32_768)
+
+    @field_validator("timeout_s")
+    @classmethod
+    def _finite_seconds(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
+
+    @field_validator("model_id")
+    @classmethod
+    def _clean_model_id(cls, value: str) -> str:
+        try:
+            return validate_model_id(value, "model_id")
+        except InvalidArgument as exc:
+            raise ValueError(exc.message) from None
+
+    @model_validator(mode="after")
+    def _model_path_for_cross_encoder(self) -> RerankConfig:
+        if self.kind != "cross_encoder":
+            return self
+        if self.model_path is None:
+            raise ValueError("kind cross_encoder needs rerank.model_path, the folder of a CrossEncoder model")
+        if not self.model_path.is_dir():
+            raise ValueError(f"rerank.model_path {self.model_path} is not a folder")
         return self
 
 
@@ -321,6 +370,7 @@ class Settings(BaseSettings):
     index: IndexConfig = IndexConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
     generator: GeneratorConfig = GeneratorConfig()
+    rerank: RerankConfig = RerankConfig()
     store_defaults: StoreDefaults = StoreDefaults()
     query: QueryConfig = QueryConfig()
     # The gRPC and GraphQL servers and who may call them (sections defined at the end of this module).
@@ -342,6 +392,13 @@ class Settings(BaseSettings):
         if yaml_file:
             sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=yaml_file))
         return tuple(sources)
+
+    @model_validator(mode="after")
+    def _rerank_connects(self) -> Settings:
+        problems = self.generator.watsonx.connection_problems() if self.rerank.kind == "watsonx" else []
+        if problems:
+            raise ValueError("rerank.kind watsonx connects with generator.watsonx: " + "; ".join(problems))
+        return self
 
     @model_validator(mode="after")
     def _streams_leave_workers(self) -> Settings:

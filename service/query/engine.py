@@ -29,6 +29,7 @@ from service.query.document import document_scope
 from service.query.multi_document import multi_document_scope
 from service.query.retrieval import Retrieval
 from service.query.vector import vector_scope
+from service.ranking.port import Reranker
 
 log = logging.getLogger("docqa.query")
 
@@ -49,8 +50,11 @@ class QueryEngine:
         checker: AccessChecker | None = None,
         limits: Limits | None = None,
         link_allowlist: Sequence[str] = (),
+        reranker: Reranker | None = None,
     ) -> None:
         self._repo = repository
+        #: Orders the readable candidates (``service.query.reranking``); None keeps the retrieval order.
+        self._reranker = reranker
         self._limits = limits or Limits()
         self._retrieval = Retrieval(
             catalog=repository,

@@ -185,7 +185,8 @@ def test_each_pod_configuration_loads_with_only_its_own_secrets(
         settings = load_settings(config)
         if name == "Deployment/docqa":
             assert settings.server.tls.client_auth == "grpc" and settings.generator.backend == "watsonx"
-            assert settings.server.metrics_token is not None
+            assert settings.server.metrics_token is not None and settings.rerank.kind == "watsonx"
         else:
             assert settings.generator.backend == "extractive" and not settings.server.tls.enabled
+            assert settings.rerank.kind == "offline"  # jobs never rerank, so they need no watsonx key
             assert settings.index.backend == "opensearch"

@@ -110,10 +110,10 @@ TLS files, the HS256 key file). */}}
 {{- toYaml (mustMergeOverwrite (deepCopy .Values.config) $chart) }}
 {{- end }}
 
-{{/* The indexer's and the migration Job's configuration file: no server, no auth, no language model
-(they neither serve nor answer), so they need none of those secrets. */}}
+{{/* The indexer's and the migration Job's configuration file: no server, no auth, no language model and
+no reranker (they neither serve nor answer), so they need none of those secrets. */}}
 {{- define "docqa.jobsConfigFile" -}}
-{{- toYaml (mustMergeOverwrite (omit (deepCopy .Values.config) "server" "auth" "generator") (dict "data_dir" "/var/lib/docqa")) }}
+{{- toYaml (mustMergeOverwrite (omit (deepCopy .Values.config) "server" "auth" "generator" "rerank") (dict "data_dir" "/var/lib/docqa")) }}
 {{- end }}
 
 {{/* Environment of every pod: HOME, the OpenSearch URL (no secret) and the database URL. */}}

@@ -1,0 +1,1 @@
+"""The reranker port and its adapters (offline, watsonx.ai, a local cross-encoder): a query's candidates, best first."""

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from service.generation.port import Generator
     from service.persistence.ports import SettingsRepository
     from service.query.engine import QueryEngine
+    from service.ranking.port import Reranker
 
 log = logging.getLogger("docqa.bootstrap")
 
@@ -51,6 +52,8 @@ class App:
     _engine: QueryEngine | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _generator_checked: tuple[float, list[str]] | None = None
+    _reranker: Reranker | None = None
+    _reranker_ready: bool = False  # built (or handed in); None then means rerank.kind none
 
     @property
     def repository(self) -> SettingsRepository:
@@ -145,6 +148,17 @@ class App:
             self._generator_checked = (time.monotonic(), problems)
         return problems
 
+    @property
+    def reranker(self) -> Reranker | None:
+        """The reranker ``rerank.kind`` names (None: retrieval order), built on first use."""
+        with self._lock:
+            if not self._reranker_ready:
+                from service.ranking.build import build_reranker
+
+                self._reranker = build_reranker(self.settings, self.embedder)
+                self._reranker_ready = True
+            return self._reranker
+
     def embedder(self, model: str | None = None) -> Embedder:
         """The embedder of ``model`` (default: the configured one), created once."""
         name = model or self.settings.embedding.model
@@ -188,6 +202,7 @@ class App:
                 max_documents=limits.max_documents,
             ),
             link_allowlist=self.settings.generator.link_allowlist,
+            reranker=self.reranker,
         )
 
     @property
@@ -233,7 +248,7 @@ class App:
     def close(self) -> None:
         if self._index is not None:
             self._index.close()
-        for adapter in (self._generator, self._repository):
+        for adapter in (self._generator, self._reranker, self._repository):
             close = getattr(adapter, "close", None)
             if close is not None:
                 close()
@@ -294,6 +309,7 @@ def build_app(
     index: Index | None = None,
     generator: Generator | None = None,
     embedder_factory: EmbedderFactory | None = None,
+    reranker: Reranker | None = None,
 ) -> App:
     """Build the application from configuration and any adapters handed in."""
     return App(
@@ -302,4 +318,6 @@ def build_app(
         _index=index,
         _generator=generator,
         _embedder_factory=embedder_factory,
+        _reranker=reranker,
+        _reranker_ready=reranker is not None,
     )

@@ -46,7 +46,11 @@ class Reranking:
                 raise Unavailable("reranker unavailable: it did not return each candidate once")
         except Unavailable as exc:
             ctx.clock.lap("rerank")
-            reason = exc.message if exc.message.startswith("reranker unavailable") else f"reranker unavailable: {exc.message}"
+            reason = (
+                exc.message
+                if exc.message.startswith("reranker unavailable")
+                else f"reranker unavailable: {exc.message}"
+            )
             log.warning("store %s: %s; keeping the retrieval order", ctx.store.id, reason)
             return list(hits), f"{reason}; {FALLBACK}"
         ctx.clock.lap("rerank")

@@ -20,16 +20,26 @@ Floats = npt.NDArray[np.float64]
 
 #: Between a document's title and its headings in the text the ``heading`` feature embeds.
 HEADING_SEPARATOR = " › "
+#: Characters of a passage per token a cross-encoder reads: the model cuts at its token limit, this only
+#: bounds what is sent (a token is rarely longer).
+CHARS_PER_TOKEN = 8
 
 
 def heading_text(chunk: ChunkRecord) -> str:
-    """"title › heading › subheading" of a chunk ("" when it has neither)."""
+    """The chunk's "title › heading › subheading" ("" when it has neither)."""
     parts = [p.strip() for p in (chunk.title, *chunk.heading_path)]
     seen: list[str] = []
     for part in parts:
         if part and (not seen or seen[-1] != part):  # a page whose first heading repeats its title
             seen.append(part)
     return HEADING_SEPARATOR.join(seen)
+
+
+def passage(chunk: ChunkRecord, max_chars: int) -> str:
+    """What a cross-encoder reads of a chunk: "title › headings", a new line, the text; at most ``max_chars``."""
+    heading = heading_text(chunk)
+    text = f"{heading}\n{chunk.text}" if heading else chunk.text
+    return text[:max_chars]
 
 
 def dense(hits: Sequence[SearchHit]) -> Floats:

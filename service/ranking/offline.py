@@ -198,7 +198,9 @@ class OfflineReranker(Reranker):
         known = [text for text in dict.fromkeys(headings) if text]
         if not known:
             return np.zeros(len(headings))
-        by_text = dict(zip(known, f.cosines(question_vector, self._cache.vectors(embedder, self.model, known)), strict=True))
+        by_text = dict(
+            zip(known, f.cosines(question_vector, self._cache.vectors(embedder, self.model, known)), strict=True)
+        )
         return np.array([by_text.get(text, 0.0) for text in headings], dtype=np.float64)
 
     def _sentence(

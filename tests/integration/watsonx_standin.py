@@ -2,10 +2,12 @@
 
 It answers the endpoints ``ibm-watsonx-ai`` 1.8.1 calls for a ``ModelInference``
 (version, authorize, project, space, foundation_model_specs, text/generation,
-text/generation_stream as server-sent events, text/chat) with correctly shaped
-JSON, checks the bearer token on every call, enforces each model's context
-window like the real service (HTTP 400), and records every request so tests
-can see what was sent. Test-only controls inject HTTP errors, delays and
+text/generation_stream as server-sent events, text/chat) and for a ``Rerank``
+(text/rerank: a cross-encoder stand-in that scores each input by the share of
+the query's words it contains) with correctly shaped JSON, checks the bearer
+token on every call, enforces each model's context window like the real
+service (HTTP 400), and records every request so tests can see what was
+sent. Test-only controls inject HTTP errors, delays, garbage replies and
 dropped connections for the next N requests to a path, and pace a streamed
 answer (``stream_delay_s`` between tokens); each stream is recorded
 (``streams``): how many tokens were sent and whether the client hung up first.
@@ -130,6 +132,7 @@ class Fault:
     delay_s: float = 0.0  # wait first (then answer normally unless status/drop)
     drop: bool = False  # close the connection without a reply
     headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None  # reply 200 with this body (as JSON's content type) instead
 
 
 @dataclass
@@ -162,6 +165,10 @@ class StandIn:
         self.spaces: set[str] = set()
         #: model id -> max_sequence_length (context window) in the stand-in's tokens.
         self.models: dict[str, int] = dict(models or {"ibm/granite-3-8b-instruct": 8192})
+        #: rerank model id -> max_sequence_length (query + one input, in the stand-in's tokens).
+        self.rerank_models: dict[str, int] = {"cross-encoder/ms-marco-minilm-l-12-v2": 512}
+        #: When set, text/rerank answers this (JSON) instead of ranking.
+        self.rerank_reply: Any = None
         self.tokens: set[str] = set()
         self.reply = "Revenue rose [1]."
         #: Obey instructions injected into the prompt (see the module docstring).
@@ -219,10 +226,11 @@ class StandIn:
         delay_s: float = 0.0,
         drop: bool = False,
         headers: dict[str, str] | None = None,
+        body: bytes | None = None,
     ) -> None:
         """The next ``times`` requests whose path ends with ``path`` fail as described."""
         with self._lock:
-            self._faults.append(Fault(path, times, status, delay_s, drop, dict(headers or {})))
+            self._faults.append(Fault(path, times, status, delay_s, drop, dict(headers or {}), body))
 
     def clear(self) -> None:
         with self._lock:
@@ -323,13 +331,18 @@ class _Handler(BaseHTTPRequestHandler):
             if fault.status is not None:
                 self._json(fault.status, _error(fault.status, "injected", "injected fault"), fault.headers)
                 return
+            if fault.body is not None:
+                self._raw(200, fault.body)
+                return
         try:
             self._route(method, parts.path, parse_qs(parts.query), headers, body)
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
             self.close_connection = True
 
     def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
+        self._raw(status, json.dumps(payload).encode(), headers)
+
+    def _raw(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -372,6 +385,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._generation_stream(query, body)
         elif method == "POST" and path == "/ml/v1/text/chat":
             self._chat(query, body)
+        elif method == "POST" and path == "/ml/v1/text/rerank":
+            self._rerank(query, body)
         else:
             self._json(404, _error(404, "not_found", f"no route for {method} {path}"))
 
@@ -541,6 +556,63 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             },
         )
+
+    def _rerank(self, query: dict[str, list[str]], body: Any) -> None:
+        """``POST /ml/v1/text/rerank``: the reply shape of watsonx.ai's rerank API."""
+        standin = self.server.standin
+        inputs = body.get("inputs") if isinstance(body, dict) else None
+        if (
+            not isinstance(body, dict)
+            or not isinstance(body.get("query"), str)
+            or not isinstance(inputs, list)
+            or not all(isinstance(i, dict) and isinstance(i.get("text"), str) for i in inputs)
+        ):
+            self._json(400, _error(400, "json_validation_error", "query and inputs [{text}] are required"))
+            return
+        if "version" not in query:
+            self._json(400, _error(400, "missing_version", "version is required"))
+            return
+        if not (body.get("project_id") in standin.projects or body.get("space_id") in standin.spaces):
+            self._json(404, _error(404, "project_not_found", "Project or space not found."))
+            return
+        window = standin.rerank_models.get(str(body.get("model_id")))
+        if window is None:
+            self._json(404, _error(404, "model_not_supported", "Model not supported."))
+            return
+        parameters = body.get("parameters") or {}
+        truncate = parameters.get("truncate_input_tokens")
+        texts = [str(i["text"]) for i in inputs]
+        longest = max((count_tokens(body["query"]) + count_tokens(t) for t in texts), default=0)
+        if truncate is None and longest > window:
+            self._json(
+                400, _error(400, "invalid_input_argument", f"input of {longest} tokens exceeds the limit {window}")
+            )
+            return
+        if standin.rerank_reply is not None:
+            self._json(200, standin.rerank_reply)
+            return
+        words = {w.lower() for w in re.findall(r"\w+", body["query"])}
+        scores = [
+            len(words & {w.lower() for w in re.findall(r"\w+", t)}) / max(len(words), 1) - k * 1e-6
+            for k, t in enumerate(texts)
+        ]
+        options = parameters.get("return_options") or {}
+        order = sorted(range(len(texts)), key=lambda k: -scores[k])[: options.get("top_n") or len(texts)]
+        results: list[dict[str, Any]] = []
+        for k in order:
+            result: dict[str, Any] = {"index": k, "score": scores[k]}
+            if options.get("inputs"):
+                result["input"] = {"text": texts[k]}
+            results.append(result)
+        reply: dict[str, Any] = {
+            "model_id": body["model_id"],
+            "results": results,
+            "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "input_token_count": sum(count_tokens(body["query"]) + count_tokens(t) for t in texts),
+        }
+        if options.get("query"):
+            reply["query"] = body["query"]
+        self._json(200, reply)
 
 
 class _Empty:

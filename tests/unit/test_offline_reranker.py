@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -117,8 +118,14 @@ def test_the_sentence_feature_finds_the_answering_sentence_inside_a_chunk() -> N
 def test_default_weights_rank_the_answering_chunk_first() -> None:
     hits = [
         hit("parking#0", 0.53, "Visitors park in the east lot. Days with events fill it early.", title="Parking"),
-        hit("leave#3", 0.50, "Up to five unused days may be carried over.", title="Vacation policy",
-            headings=("Carrying over unused days",), document="leave"),  # fmt: skip
+        hit(
+            "leave#3",
+            0.50,
+            "Up to five unused days may be carried over.",
+            title="Vacation policy",
+            headings=("Carrying over unused days",),
+            document="leave",
+        ),
         hit("leave#1", 0.47, "Vacation days accrue monthly.", title="Vacation policy", document="leave"),
     ]
     assert order(OfflineReranker(FakeEmbedder()), QUESTION, hits)[0] == "leave#3"
@@ -206,7 +213,7 @@ def test_the_result_is_a_permutation_best_first_ties_in_input_order(
     scores = [r.score for r in result]
     assert scores == sorted(scores, reverse=True)
     position = {h.chunk.chunk_id: i for i, h in enumerate(hits)}
-    for a, b in zip(result, result[1:], strict=False):
+    for a, b in itertools.pairwise(result):
         if a.score == b.score:
             assert position[a.hit.chunk.chunk_id] < position[b.hit.chunk.chunk_id]
     assert all(np.isfinite(scores))

@@ -47,6 +47,10 @@ def cmd_doctor(args: argparse.Namespace, app: Any) -> int:
 
     for name, ok, detail in check_generator(settings):
         line(name, ok, detail)
+    from service.ranking.build import check as check_reranker
+
+    for name, ok, detail in check_reranker(settings):
+        line(name, ok, detail)
     return 0 if not failed else 1
 
 

@@ -6,7 +6,9 @@ computed in ``service.ranking.features``):
 - ``dense``: the retrieval cosine of the chunk;
 - ``heading``: the cosine of the question to the chunk's "title › headings"
   (distinct strings embedded in one batch, kept in a bounded LRU cache keyed
-  by model and string, since titles repeat from query to query);
+  by model and string, since titles repeat from query to query; at most
+  ``new_headings`` strings not cached yet are embedded per query, those of the
+  best candidates first, and a heading left for later counts as an average one);
 - ``overlap``: the idf-weighted share of the question's words in the chunk's text;
 - ``title_overlap``: the same in its title and headings;
 - ``document``: its document's bonus for having several strong candidates;
@@ -89,8 +91,8 @@ class VectorCache:
     def __len__(self) -> int:
         return len(self._vectors)
 
-    def vectors(self, embedder: Embedder, model: str, texts: Sequence[str]) -> np.ndarray:
-        """One row per text, embedding only the distinct texts not cached yet (in one batch)."""
+    def cached(self, model: str, texts: Sequence[str]) -> dict[str, Vector]:
+        """The cached vectors of those of ``texts`` that have one."""
         found: dict[str, Vector] = {}
         with self._lock:
             for text in texts:
@@ -98,19 +100,30 @@ class VectorCache:
                 if vector is not None:
                     self._vectors.move_to_end((model, text))
                     found[text] = vector
+        return found
+
+    def embed(self, embedder: Embedder, model: str, texts: Sequence[str]) -> dict[str, Vector]:
+        """Embed the distinct ``texts`` in one batch and keep their vectors."""
+        distinct = list(dict.fromkeys(texts))
+        if not distinct:
+            return {}
+        fresh = dict(zip(distinct, embedder.embed_documents(distinct), strict=True))
+        with self._lock:
+            for text, vector in fresh.items():
+                self._vectors[(model, text)] = vector
+                self._vectors.move_to_end((model, text))
+            while len(self._vectors) > self._size:
+                self._vectors.popitem(last=False)
+        return fresh
+
+    def vectors(
+        self, embedder: Embedder, model: str, texts: Sequence[str], new: int | None = None
+    ) -> dict[str, Vector]:
+        """The vectors of ``texts``: the cached ones, and at most ``new`` (None: all) others, the first ones."""
+        found = self.cached(model, texts)
         missing = list(dict.fromkeys(t for t in texts if t not in found))
-        if missing:
-            fresh = embedder.embed_documents(missing)
-            with self._lock:
-                for text, vector in zip(missing, fresh, strict=True):
-                    found[text] = vector
-                    self._vectors[(model, text)] = vector
-                    self._vectors.move_to_end((model, text))
-                while len(self._vectors) > self._size:
-                    self._vectors.popitem(last=False)
-        if not texts:
-            return np.zeros((0, embedder.dimension), dtype=np.float32)
-        return np.stack([found[t] for t in texts])
+        found.update(self.embed(embedder, model, missing if new is None else missing[:new]))
+        return found
 
 
 class OfflineReranker(Reranker):
@@ -128,6 +141,7 @@ class OfflineReranker(Reranker):
         model: str | None = None,
         weights: OfflineWeights | None = None,
         cache_size: int = 4096,
+        new_headings: int = 8,
         sentences_per_chunk: int = 2,
         document_decay: float = 0.5,
     ) -> None:
@@ -143,6 +157,7 @@ class OfflineReranker(Reranker):
         self.weights = weights or OfflineWeights()
         self.model = model
         self._cache = VectorCache(cache_size)
+        self._new_headings = new_headings
         self._sentences = sentences_per_chunk
         self._decay = document_decay
 
@@ -195,20 +210,25 @@ class OfflineReranker(Reranker):
         )
 
     def _heading(self, embedder: Embedder, question_vector: Vector, headings: list[str]) -> f.Floats:
-        known = [text for text in dict.fromkeys(headings) if text]
-        if not known:
+        # Headings in the candidates' order: within the budget of new ones, the best candidates' come first.
+        vectors = self._cache.vectors(embedder, self.model, [t for t in headings if t], self._new_headings)
+        if not vectors:
             return np.zeros(len(headings))
-        by_text = dict(
-            zip(known, f.cosines(question_vector, self._cache.vectors(embedder, self.model, known)), strict=True)
-        )
-        return np.array([by_text.get(text, 0.0) for text in headings], dtype=np.float64)
+        texts = list(vectors)
+        similarity = dict(zip(texts, f.cosines(question_vector, np.stack([vectors[t] for t in texts])), strict=True))
+        # A heading not embedded yet (over this query's budget) counts as an average one: neither up nor down.
+        neutral = float(np.mean([similarity[t] for t in headings if t in similarity]))
+        return np.array([similarity.get(t, neutral) if t else 0.0 for t in headings], dtype=np.float64)
 
     def _sentence(
         self, embedder: Embedder, asked: set[str], question_vector: Vector, hits: Sequence[SearchHit]
     ) -> f.Floats:
         chosen = [f.best_sentences(asked, h.chunk.text, self._sentences) for h in hits]
         flat = [s for sentences in chosen for s in sentences]
-        similarity = f.cosines(question_vector, self._cache.vectors(embedder, self.model, flat))
+        if not flat:
+            return np.zeros(len(hits))
+        vectors = self._cache.vectors(embedder, self.model, flat)
+        similarity = f.cosines(question_vector, np.stack([vectors[s] for s in flat]))
         best, at = np.zeros(len(hits)), 0
         for row, sentences in enumerate(chosen):
             if sentences:

@@ -145,6 +145,25 @@ def test_heading_strings_are_embedded_once_in_one_batch_and_cached_within_bounds
     assert len(reranker._cache) == 2
 
 
+def test_few_new_headings_per_query_the_best_candidates_first_the_rest_count_as_average() -> None:
+    embedder = FakeEmbedder()
+    reranker = OfflineReranker(embedder, new_headings=2, weights=weights(dense=1.0, heading=1.0))
+    vector = embedder.embed_query(QUESTION)
+    hits = [
+        hit("a#0", 0.50, title="Parking"),
+        hit("b#0", 0.49, title="Canteen"),
+        hit("c#0", 0.48, title="Unused vacation days"),
+        hit("d#0", 0.47, title="Badges"),
+    ]
+    embedded = embedder.embedded
+    first = reranker.features(QUESTION, vector, hits).heading
+    assert embedder.embedded - embedded == 2  # "Parking" and "Canteen" only
+    assert first[2] == first[3] == pytest.approx((first[0] + first[1]) / 2)
+    second = reranker.features(QUESTION, vector, hits).heading  # the next query embeds the next two
+    assert second[2] > max(second[0], second[1], second[3])
+    assert reranker.rerank(QUESTION, vector, hits)[0].hit.chunk.chunk_id == "c#0"
+
+
 def test_heading_text_joins_title_and_headings_without_repeating_the_title() -> None:
     assert heading_text(hit("a#0", 0.5, title="Guide", headings=("Guide", "Install")).chunk) == "Guide › Install"
     assert heading_text(hit("a#0", 0.5, title="", headings=()).chunk) == ""

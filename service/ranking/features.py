@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +36,12 @@ def heading_text(chunk: ChunkRecord) -> str:
     return HEADING_SEPARATOR.join(seen)
 
 
+@lru_cache(maxsize=2048)
+def terms(text: str) -> frozenset[str]:
+    """``content_terms`` of ``text``, each distinct word stemmed once; remembered, as chunks recur across queries."""
+    return frozenset(content_terms(" ".join(dict.fromkeys(text.lower().split()))))
+
+
 def passage(chunk: ChunkRecord, max_chars: int) -> str:
     """What a cross-encoder reads of a chunk: "title › headings", a new line, the text; at most ``max_chars``."""
     heading = heading_text(chunk)
@@ -47,13 +54,13 @@ def dense(hits: Sequence[SearchHit]) -> Floats:
     return np.nan_to_num(np.array([h.score for h in hits], dtype=np.float64), nan=0.0)
 
 
-def idf(question: set[str], candidates: Sequence[set[str]]) -> dict[str, float]:
+def idf(question: frozenset[str], candidates: Sequence[frozenset[str]]) -> dict[str, float]:
     """Inverse document frequency of each question word over the candidate set (smoothed, always > 0)."""
     n = len(candidates)
     return {w: math.log((n + 1.0) / (sum(1 for c in candidates if w in c) + 0.5)) for w in question}
 
 
-def overlap(question: set[str], weights: dict[str, float], candidates: Sequence[set[str]]) -> Floats:
+def overlap(question: frozenset[str], weights: dict[str, float], candidates: Sequence[frozenset[str]]) -> Floats:
     """Per candidate: the idf-weighted share of the question's words it contains, in [0, 1]."""
     total = sum(weights.values())
     if not question or total <= 0:
@@ -82,12 +89,12 @@ def document_bonus(hits: Sequence[SearchHit], scores: Floats, decay: float = 0.5
     return np.array([bonus[h.chunk.document_id] for h in hits], dtype=np.float64)
 
 
-def best_sentences(question: set[str], text: str, count: int) -> list[str]:
+def best_sentences(question: frozenset[str], text: str, count: int) -> list[str]:
     """The ``count`` sentences of ``text`` sharing most words with the question (ties: the earlier first)."""
     sentences = [s for s in split_sentences(text) if len(s) >= 12]
     if len(sentences) <= count:
         return sentences
-    order = sorted(range(len(sentences)), key=lambda i: (-len(question & content_terms(sentences[i])), i))
+    order = sorted(range(len(sentences)), key=lambda i: (-len(question & terms(sentences[i])), i))
     return [sentences[i] for i in order[:count]]
 
 

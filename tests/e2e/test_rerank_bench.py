@@ -24,9 +24,9 @@ def test_rerank_bench_reports_each_row_against_its_baseline() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     for row in (
         "embed the question (baseline)",
-        "text features only (no heading)",
-        "default, heading vectors cached",
-        "default, every title new (8 embedded)",
-        "with sentences, nothing cached",
+        "default (text evidence)",
+        "heading on, vectors cached",
+        "heading on, every title new (8 embedded)",
+        "sentence on, nothing cached",
     ):
         assert f"| {row} | " in result.stdout, row

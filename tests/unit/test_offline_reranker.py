@@ -14,7 +14,8 @@ from acl.errors import RerankerUnavailable
 from acl.model import Acl
 from indexer.embedder import Embedder
 from indexer.index import ChunkRecord, SearchHit
-from service.ranking.features import heading_text
+from service.generation.extractive import content_terms
+from service.ranking.features import heading_text, terms
 from service.ranking.offline import FEATURES, OfflineReranker, OfflineWeights
 from tests.fakes_service import FakeEmbedder
 
@@ -133,7 +134,7 @@ def test_default_weights_rank_the_answering_chunk_first() -> None:
 
 def test_heading_strings_are_embedded_once_in_one_batch_and_cached_within_bounds() -> None:
     embedder = FakeEmbedder()
-    reranker = OfflineReranker(embedder, cache_size=2)
+    reranker = OfflineReranker(embedder, cache_size=2, weights=OfflineWeights(heading=0.3))
     hits = [hit(f"d{i}#0", 0.5, title="Same title") for i in range(5)] + [hit("x#0", 0.4, title="Other")]
     vector = embedder.embed_query(QUESTION)
     calls, embedded = embedder.calls, embedder.embedded
@@ -164,6 +165,14 @@ def test_few_new_headings_per_query_the_best_candidates_first_the_rest_count_as_
     assert reranker.rerank(QUESTION, vector, hits)[0].hit.chunk.chunk_id == "c#0"
 
 
+def test_the_default_weights_embed_nothing() -> None:
+    embedder = FakeEmbedder()
+    vector = embedder.embed_query(QUESTION)
+    calls = embedder.calls
+    OfflineReranker(embedder).rerank(QUESTION, vector, [hit("a#0", 0.5, title="A"), hit("b#0", 0.4, title="B")])
+    assert embedder.calls == calls  # heading and sentence are off: text evidence only
+
+
 def test_heading_text_joins_title_and_headings_without_repeating_the_title() -> None:
     assert heading_text(hit("a#0", 0.5, title="Guide", headings=("Guide", "Install")).chunk) == "Guide › Install"
     assert heading_text(hit("a#0", 0.5, title="", headings=()).chunk) == ""
@@ -177,7 +186,7 @@ def test_each_store_model_gets_its_own_embedder_and_a_mismatched_vector_is_unava
         asked.append(name)
         return {"small": small, "large": large}[name]
 
-    reranker = OfflineReranker(embedder_for, model="large")
+    reranker = OfflineReranker(embedder_for, model="large", weights=OfflineWeights(heading=0.3))
     hits = [hit("a#0", 0.5, title="A"), hit("b#0", 0.4, title="B")]
     reranker.for_model("small").rerank(QUESTION, small.embed_query(QUESTION), hits)
     assert asked == ["small"]
@@ -236,3 +245,9 @@ def test_the_result_is_a_permutation_best_first_ties_in_input_order(
         if a.score == b.score:
             assert position[a.hit.chunk.chunk_id] < position[b.hit.chunk.chunk_id]
     assert all(np.isfinite(scores))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("aAbBeEsSdgy'- .,\n!?-1")), max_size=80))
+def test_the_remembered_terms_are_the_extractive_answerers(text: str) -> None:
+    assert terms(text) == content_terms(text)

@@ -15,7 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from indexer.index import ChunkRecord, SearchHit
-from service.generation.extractive import content_terms, split_sentences
+from service.generation.extractive import content_terms
+from service.generation.text_units import split_sentences
 
 Floats = npt.NDArray[np.float64]
 

@@ -24,7 +24,8 @@ def test_rerank_bench_reports_each_row_against_its_baseline() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     for row in (
         "embed the question (baseline)",
-        "default (text evidence)",
+        "default, chunks seen before",
+        "default, chunks not seen before",
         "heading on, vectors cached",
         "heading on, every title new (8 embedded)",
         "sentence on, nothing cached",

@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from acl.errors import IndexUnavailable, InvalidArgument
 from acl.model import Acl
+from indexer.index.embedded.fulltext import ensure_fulltext, ranked
 from indexer.index.port import ChunkRecord
 from indexer.private_files import private_file
 
@@ -135,6 +136,7 @@ class ChunkTable:
                     "INSERT OR IGNORE INTO meta (key, value) VALUES ('dimension', ?)",
                     (str(dimension),),
                 )
+                ensure_fulltext(conn)
             existing = _read_dimension(conn)
             if existing != dimension:
                 raise InvalidArgument(
@@ -163,6 +165,12 @@ class ChunkTable:
         if dimension is None:
             conn.close()
             return None
+        try:
+            with _transaction(conn):
+                ensure_fulltext(conn)  # a file made before full-text search existed
+        except BaseException:
+            conn.close()
+            raise
         return cls(conn, dimension, persistent=True)
 
     def close(self) -> None:
@@ -242,6 +250,10 @@ class ChunkTable:
             for row in self._conn.execute(f"SELECT {_META_COLUMNS} FROM chunks WHERE seq IN ({marks})", batch):
                 found[int(row[0])] = _decode_meta(row)
         return found
+
+    def ranked(self, match: str, limit: int, only: Sequence[int] | None = None) -> list[tuple[int, str, float]]:
+        """(seq, chunk id, BM25 score) of the best ``limit`` rows for the FTS5 query ``match`` (``fulltext``)."""
+        return ranked(self._conn, match, limit, only)
 
     @contextmanager
     def _write(self) -> Iterator[None]:

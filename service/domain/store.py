@@ -30,3 +30,6 @@ class Store:
     max_chunks: int
     llm_model_id: str = "extractive"
     prompt_template: str = DEFAULT_PROMPT_TEMPLATE
+    fusion: str = "rrf"
+    lexical_weight: float = 0.3
+    source_base_url: str | None = None

@@ -39,7 +39,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
 from opensearchpy import OpenSearch
@@ -58,8 +58,10 @@ from opensearchpy.helpers import streaming_bulk
 from acl.errors import ConfigurationError, IndexUnavailable, InvalidArgument, NotFound
 from acl.model import Acl
 from indexer.index.filters import Filter
+from indexer.index.lexical import query_terms
 from indexer.index.opensearch.filters import to_query
 from indexer.index.opensearch.mapping import (
+    VECTOR_FIELD,
     HnswSettings,
     IndexFacts,
     concrete_name,
@@ -80,6 +82,7 @@ from indexer.index.opensearch.requests import (
     exact_body,
     heads_body,
     knn_body,
+    lexical_body,
 )
 from indexer.index.opensearch.responses import (
     BulkFailure,
@@ -94,6 +97,7 @@ from indexer.index.opensearch.responses import (
     search_hits,
     server_facts,
     total_count,
+    vector_from_source,
 )
 from indexer.index.port import ChunkRecord, DocumentsRejected, Index, SearchHit, StoreSpec, Vector
 from indexer.index.validation import chunk_vectors, query_vector
@@ -449,6 +453,24 @@ class OpenSearchIndex(Index):
                 break
             after = page[-1].sort
         return _ranked(hits)[:k]
+
+    def lexical(self, store_id: str, text: str, k: int, filter: Filter) -> list[SearchHit]:
+        _check_k(k)
+        query = to_query(filter)
+        name = self.index_name(store_id)
+        _check_window(k, self._facts_of(store_id))
+        words = " ".join(query_terms(text))
+        if not words:
+            return []
+        page = search_hits(self._search(store_id, f"lexical search in {name}", lexical_body(words, k, query)))
+        return _ranked(
+            [
+                SearchHit(
+                    replace(chunk_from_source(h.source), vector=vector_from_source(h.source, VECTOR_FIELD)), h.score
+                )
+                for h in page
+            ]
+        )[:k]
 
     def best_per_document(self, store_id: str, vector: Vector, documents: int, filter: Filter) -> list[SearchHit]:
         if isinstance(documents, bool) or not isinstance(documents, int) or documents < 1:

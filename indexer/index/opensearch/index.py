@@ -10,6 +10,10 @@ This module talks to the server:
   filter is narrow, and after an approximate search that found fewer than
   ``k`` (KNNWeight.java), so ``k`` hits come back whenever ``k`` chunks match:
   there is no client-side fallback.
+- ``lexical`` runs a ``match`` query (BM25, the standard analyser, the
+  question's plain words OR-ed) on ``text`` inside a ``bool`` with the filter,
+  as ``dfs_query_then_fetch`` so that term statistics are the index's, not a
+  shard's; hits keep their vector, for the caller's cosine.
 - ``exact`` runs ``script_score`` with the Painless cosine over a ``bool``
   filter, paging with ``search_after`` past ``page_size`` hits;
   ``best_per_document`` is one such request collapsed on the document id.
@@ -109,6 +113,8 @@ _T = TypeVar("_T")
 #: Statuses worth retrying: overload and gateway/server trouble.
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 Refresh = Literal["true", "wait_for", "false"]
+#: The search type of lexical search: BM25 statistics gathered from every shard first.
+DFS = "dfs_query_then_fetch"
 
 
 @dataclass(frozen=True, slots=True)
@@ -462,7 +468,9 @@ class OpenSearchIndex(Index):
         words = " ".join(query_terms(text))
         if not words:
             return []
-        page = search_hits(self._search(store_id, f"lexical search in {name}", lexical_body(words, k, query)))
+        # Term statistics of the whole index, not of each shard: BM25 scores that do not depend on routing.
+        body = lexical_body(words, k, query)
+        page = search_hits(self._search(store_id, f"lexical search in {name}", body, search_type=DFS))
         return _ranked(
             [
                 SearchHit(
@@ -495,10 +503,12 @@ class OpenSearchIndex(Index):
 
     # -- plumbing -------------------------------------------------------------
 
-    def _search(self, store_id: str, what: str, body: Body) -> Any:
+    def _search(self, store_id: str, what: str, body: Body, **params: str) -> Any:
         name = self.index_name(store_id)
         timeout = self._options.search_timeout_s
-        return self._call(what, lambda: self._client.search(index=name, body=body, request_timeout=timeout), store_id)
+        return self._call(
+            what, lambda: self._client.search(index=name, body=body, request_timeout=timeout, **params), store_id
+        )
 
     def _remember(self, store_id: str, facts: IndexFacts) -> None:
         with self._lock:

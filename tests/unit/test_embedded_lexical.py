@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from acl.model import Acl
 from indexer.index.embedded import fulltext
 from indexer.index.embedded import lexical as embedded_lexical
 from indexer.index.embedded import sqlite as embedded_sqlite
@@ -120,9 +121,18 @@ def test_the_query_is_quoted_words_only() -> None:
     assert fulltext.match_expression(['a"b']) == '"a""b"'
 
 
-def test_a_wide_filter_reads_a_window_and_widens_it(index: EmbeddedIndex, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With the narrow path off, a 1 % filter still gets k: the window of ranked rows widens past the rest."""
-    monkeypatch.setattr(embedded_lexical, "NARROW_ROWS", 0)
+def test_a_narrow_filter_reads_past_the_rows_it_may_not_see(
+    index: EmbeddedIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1 % readable, every readable row ranked below every other: one ranked query, read until k passed."""
+    queries: list[int] = []
+    real = embedded_sqlite.ranked
+
+    def spy(conn: sqlite3.Connection, match: str, limit: int) -> Iterator[list[tuple[int, float]]]:
+        queries.append(limit)
+        return real(conn, match, limit)
+
+    monkeypatch.setattr(embedded_sqlite, "ranked", spy)
     vectors = random_vectors(1500, seed=6)
     index.upsert(
         STORE,
@@ -132,7 +142,7 @@ def test_a_wide_filter_reads_a_window_and_widens_it(index: EmbeddedIndex, monkey
                 0,
                 vector,
                 allow=("group:few",) if row % 100 == 7 else ("group:many",),
-                text="harbour" + (" harbour harbour" if row % 100 != 7 else ""),
+                text="harbour" if row % 100 == 7 else "harbour harbour harbour",
             )
             for row, vector in enumerate(vectors)
         ],
@@ -141,39 +151,17 @@ def test_a_wide_filter_reads_a_window_and_widens_it(index: EmbeddedIndex, monkey
     assert ids(hits) == [f"d{row:04d}#0" for row in range(7, 1500, 100)][:10]  # equal scores: by chunk id
     assert len(index.lexical(STORE, "harbour", 100, acl_filter(["group:few"]))) == 15
     assert len(index.lexical(STORE, "harbour", 20, acl_filter(["group:many"]))) == 20
+    assert queries == [embedded_lexical.MAX_RANKED] * 3
 
 
-def test_the_window_widens_when_the_readable_rows_rank_last(
-    index: EmbeddedIndex, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """30 % readable, every readable row below every other: the first window (sized for 30 %) holds none."""
-    monkeypatch.setattr(embedded_lexical, "NARROW_ROWS", 0)
-    windows: list[int] = []
-    real = embedded_sqlite.ranked
-
-    def spy(conn: sqlite3.Connection, match: str, limit: int, only: object = None) -> list[tuple[int, str, float]]:
-        windows.append(limit)
-        return real(conn, match, limit, only)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(embedded_sqlite, "ranked", spy)
-    vectors = random_vectors(1500, seed=8)
-    readable = [row for row in range(1500) if row % 10 < 3]
-    index.upsert(
-        STORE,
-        [
-            chunk(
-                f"d{row:04d}",
-                0,
-                vector,
-                allow=("group:some",) if row % 10 < 3 else ("group:many",),
-                text="harbour" if row % 10 < 3 else "harbour harbour harbour",
-            )
-            for row, vector in enumerate(vectors)
-        ],
-    )
-    hits = index.lexical(STORE, "harbour", 10, acl_filter(["group:some"]))
-    assert ids(hits) == [f"d{row:04d}#0" for row in readable][:10]
-    assert windows == [141, 564, -1]  # 10 + 2·10/0.3 + 64 rows, four times that, then every match
+def test_ties_at_the_cut_are_ordered_by_chunk_id_not_by_insertion(index: EmbeddedIndex) -> None:
+    vectors = random_vectors(30, seed=8)
+    names = [f"n{i:02d}" for i in range(30)][::-1]  # inserted z to a: rowid order is the reverse of id order
+    for name, vector in zip(names, vectors, strict=True):
+        index.upsert(STORE, [chunk(name, 0, vector, text="lighthouse keeper")])
+    assert ids(index.lexical(STORE, "lighthouse", 3, EVERYONE)) == ["n00#0", "n01#0", "n02#0"]
+    index.set_document_acl(STORE, "n00", Acl.of(["group:none"]))  # its rows re-appended in memory
+    assert ids(index.lexical(STORE, "lighthouse", 2, EVERYONE)) == ["n01#0", "n02#0"]
 
 
 def test_scores_are_fts5_bm25_made_positive(index: EmbeddedIndex, data_dir: Path) -> None:

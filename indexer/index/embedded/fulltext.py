@@ -18,9 +18,8 @@ text is ever read as FTS5 syntax.
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 #: bm25() weights of the columns text, title, heading path: a word in a title or heading counts more.
@@ -46,10 +45,9 @@ _SCHEMA = (
 _OBJECTS = ("chunks_fts", "chunks_fts_insert", "chunks_fts_delete", "chunks_fts_update")
 
 _SCORE = f"bm25(chunks_fts, {', '.join(str(w) for w in WEIGHTS)})"
-_RANKED = (
-    f"SELECT c.seq, c.chunk_id, {_SCORE} AS score FROM chunks_fts JOIN chunks AS c ON c.seq = chunks_fts.rowid"
-    " WHERE chunks_fts MATCH ?{restrict} ORDER BY score, c.chunk_id LIMIT ?"
-)
+_RANKED = f"SELECT rowid, {_SCORE} AS score FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?"
+#: Rows of one ranked query read back at a time.
+BATCH = 512
 
 
 def ensure_fulltext(conn: sqlite3.Connection) -> None:
@@ -79,12 +77,15 @@ def match_expression(terms: Sequence[str]) -> str:
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
 
 
-def ranked(
-    conn: sqlite3.Connection, match: str, limit: int, only: Sequence[int] | None = None
-) -> list[tuple[int, str, float]]:
-    """(seq, chunk id, BM25 score > 0) of the best ``limit`` rows matching ``match`` (-1: all of them), best
-    first, ties by chunk id; ``only``: among these seqs alone."""
-    if only is None:
-        return [(int(s), str(c), -float(b)) for s, c, b in conn.execute(_RANKED.format(restrict=""), (match, limit))]
-    sql = _RANKED.format(restrict=" AND chunks_fts.rowid IN (SELECT value FROM json_each(?))")
-    return [(int(s), str(c), -float(b)) for s, c, b in conn.execute(sql, (match, json.dumps(list(only)), limit))]
+def ranked(conn: sqlite3.Connection, match: str, limit: int) -> Iterator[list[tuple[int, float]]]:
+    """Batches of (seq, BM25 score > 0) of the best ``limit`` rows matching ``match``, best first.
+
+    FTS5 scores and sorts every matching row before the first comes back (the cost grows with the rows that
+    hold a word of the question); the caller reads only as many batches as it needs.
+    """
+    cursor = conn.execute(_RANKED, (match, limit))
+    try:
+        while batch := cursor.fetchmany(BATCH):
+            yield [(int(seq), -float(score)) for seq, score in batch]
+    finally:
+        cursor.close()

@@ -1,36 +1,43 @@
 """Lexical (BM25) search in the embedded index: SQLite FTS5 ranks, the in-memory filter mask decides.
 
 The filter is applied inside the search, as ``knn`` applies it: FTS5 ranks the
-matching rows best first and the rows that fail the filter's mask are skipped
-without counting toward ``k``. When few rows pass the filter the FTS5 query
-is restricted to them (``rowid IN (...)``), so a caller who may read 0.5 % of
-a store pays for that 0.5 %; otherwise the ranked rows are read in a window
-sized from the filter's selectivity and widened (at most to every match) while
-too few of them passed, so ``k`` hits come back whenever ``k`` readable rows
-contain a word of the question.
+rows that hold a word of the question, best first, and they are read back in
+batches, each mapped to its in-memory row (a sorted seq → row index kept per
+row-table state) and kept only where the filter's mask allows it, until ``k``
+rows passed and no later row can tie with the last. Rows that fail the filter
+never count toward ``k``, so a caller who may read 0.5 % of a store still gets
+``k`` hits when ``k`` readable rows match. The work is bounded: at most
+``MAX_QUERY_TERMS`` words (``lexical.query_terms``), and at most ``MAX_RANKED``
+ranked rows read. FTS5 scores every matching row before the first comes back,
+so the cost grows with the rows that hold a word of the question
+(``bench/lexical.py``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
+import threading
+import weakref
 
 import numpy as np
 
 from acl.errors import IndexUnavailable, InvalidArgument, NotFound
 from indexer.index.embedded.filters import filter_mask
 from indexer.index.embedded.fulltext import match_expression
-from indexer.index.embedded.rows import Mask, RowTable
+from indexer.index.embedded.rows import Mask, Rows, RowTable
 from indexer.index.embedded.sqlite import ChunkTable
 from indexer.index.embedded.store import OpenStore
 from indexer.index.filters import Filter, validate
 from indexer.index.lexical import query_terms
 from indexer.index.port import SearchHit
 
-#: Rows passing the filter up to which the FTS5 query is restricted to them.
-NARROW_ROWS = 4096
+#: Ranked rows read at most for one search (past them, a narrow filter may get fewer than k).
+MAX_RANKED = 200_000
 _RETRIES = 3
 _Ranked = list[tuple[int, int, float]]  # (row, seq, score)
+
+_by_seq: weakref.WeakKeyDictionary[RowTable, tuple[tuple[int, int, int], Rows, Rows]] = weakref.WeakKeyDictionary()
+_by_seq_lock = threading.Lock()
 
 
 def lexical_search(store: OpenStore, store_id: str, text: str, k: int, filter_: Filter | None) -> list[SearchHit]:
@@ -47,44 +54,53 @@ def lexical_search(store: OpenStore, store_id: str, text: str, k: int, filter_: 
                 raise NotFound(f"store {store_id!r} does not exist")
             rows = store.rows
             mask = filter_mask(filter_, rows)
-            allowed = int(np.count_nonzero(mask))
-            if not match or allowed == 0:
+            if not match or not mask.any():
                 return []
             with store.db_lock:
-                found = _ranked_allowed(store.table, rows, mask, allowed, match, k)
+                found = _ranked_allowed(store.table, rows, mask, match, k)
                 records = {} if found is None else store.table.fetch([seq for _, seq, _ in found])
             if found is not None and len(records) == len(found):
                 return [
                     SearchHit(dataclasses.replace(records[seq], vector=rows.vectors[row].copy()), score)
                     for row, seq, score in found
                 ]
-        store.stale = True  # the database changed under the rows: another process wrote
+        store.stale = True  # the database holds rows the memory does not: another process wrote
     raise IndexUnavailable("the embedded index kept changing during the search; retry")
 
 
-def _ranked_allowed(table: ChunkTable, rows: RowTable, mask: Mask, allowed: int, match: str, k: int) -> _Ranked | None:
-    """The best ``k`` (row, seq, score) passing ``mask``; None when a ranked row is not the row in memory."""
-    if allowed <= NARROW_ROWS and allowed < rows.live:
-        only = rows.seqs[np.flatnonzero(mask)].tolist()
-        return _keep(table.ranked(match, k, only), rows, mask, k)
-    # Rows to read so that about 2k of them pass a filter of this selectivity, plus slack.
-    window = k + math.ceil(2 * k * rows.live / allowed) + 64
-    while True:
-        page = table.ranked(match, window)
-        kept = _keep(page, rows, mask, k)
-        if kept is None or len(kept) >= k or len(page) < window or window == -1:
-            return kept
-        window = -1 if window * 4 >= rows.live else window * 4
-
-
-def _keep(page: list[tuple[int, str, float]], rows: RowTable, mask: Mask, k: int) -> _Ranked | None:
+def _ranked_allowed(table: ChunkTable, rows: RowTable, mask: Mask, match: str, k: int) -> _Ranked | None:
+    """The best ``k`` (row, seq, score) passing ``mask``, ties by chunk id; None when a ranked row is not in
+    memory (the database changed since the rows were loaded)."""
+    seqs_sorted, rows_sorted = _seq_index(rows)
     kept: _Ranked = []
-    for seq, chunk_id, score in page:
-        row = rows.chunk_rows.get(chunk_id)
-        if row is None or int(rows.seqs[row]) != seq:
+    for batch in table.ranked(match, MAX_RANKED):
+        seqs = np.fromiter((seq for seq, _ in batch), np.int64, len(batch))
+        at = np.minimum(np.searchsorted(seqs_sorted, seqs), max(len(seqs_sorted) - 1, 0))
+        if len(seqs_sorted) == 0 or not np.array_equal(seqs_sorted[at], seqs):
             return None
-        if mask[row]:
-            kept.append((row, seq, score))
-            if len(kept) == k:
-                break
-    return kept
+        found = rows_sorted[at]
+        for (seq, score), row in zip(batch, found.tolist(), strict=True):
+            if len(kept) >= k and score < kept[k - 1][2]:
+                return _by_score_then_id(kept, rows)[:k]
+            if mask[row]:
+                kept.append((row, seq, score))
+    return _by_score_then_id(kept, rows)[:k]
+
+
+def _by_score_then_id(kept: _Ranked, rows: RowTable) -> _Ranked:
+    return sorted(kept, key=lambda item: (-item[2], rows.chunk_ids[item[0]]))
+
+
+def _seq_index(rows: RowTable) -> tuple[Rows, Rows]:
+    """The live rows' seqs, sorted, and their rows: kept while the row table is unchanged."""
+    state = (rows.generation, rows.n, rows.dead)
+    with _by_seq_lock:
+        cached = _by_seq.get(rows)
+    if cached is not None and cached[0] == state:
+        return cached[1], cached[2]
+    live = np.flatnonzero(rows.alive[: rows.n])
+    order = np.argsort(rows.seqs[live], kind="stable")
+    seqs_sorted, rows_sorted = rows.seqs[live][order], live[order]
+    with _by_seq_lock:
+        _by_seq[rows] = (state, seqs_sorted, rows_sorted)
+    return seqs_sorted, rows_sorted

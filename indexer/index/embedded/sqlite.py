@@ -251,9 +251,9 @@ class ChunkTable:
                 found[int(row[0])] = _decode_meta(row)
         return found
 
-    def ranked(self, match: str, limit: int, only: Sequence[int] | None = None) -> list[tuple[int, str, float]]:
-        """(seq, chunk id, BM25 score) of the best ``limit`` rows for the FTS5 query ``match`` (``fulltext``)."""
-        return ranked(self._conn, match, limit, only)
+    def ranked(self, match: str, limit: int) -> Iterator[list[tuple[int, float]]]:
+        """Batches of (seq, BM25 score) of the best ``limit`` rows for the FTS5 query ``match`` (``fulltext``)."""
+        return ranked(self._conn, match, limit)
 
     @contextmanager
     def _write(self) -> Iterator[None]:

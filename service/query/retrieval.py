@@ -27,10 +27,12 @@ MAX_FETCH = 10_000
 
 @dataclass(frozen=True, slots=True)
 class _Batch:
-    """One search's ranked hits, and whether asking for more could add hits that pass the threshold."""
+    """One search's ranked hits; ``more``: asking for more could add hits that pass the threshold;
+    ``deeper``: asking for more could add other hits, worth it only to replace unreadable ones."""
 
     hits: list[SearchHit]
     more: bool
+    deeper: bool = False
 
 
 def _more(hits: Sequence[SearchHit], asked: int, threshold: float | None) -> bool:
@@ -106,8 +108,10 @@ class Retrieval:
             if runs_lexical(method):
                 lexical_hits = self.index.lexical(store.id, ctx.question, n, restrict)
                 ctx.clock.lap("lexical")
-            more = (runs_dense(method) and _more(dense_hits, n, threshold)) or len(lexical_hits) >= n
-            return _Batch(fuse(method, dense_hits, lexical_hits, vector, store.lexical_weight), more)
+            # Every chunk at or above the threshold is in a deep enough dense list, so only the dense list
+            # widens for the threshold; the lexical list widens only past unreadable hits.
+            fused = fuse(method, dense_hits, lexical_hits, vector, store.lexical_weight)
+            return _Batch(fused, runs_dense(method) and _more(dense_hits, n, threshold), len(lexical_hits) >= n)
 
         return self._widened(ctx, threshold, max(k, CANDIDATES), batch)
 
@@ -129,7 +133,8 @@ class Retrieval:
             passed = [
                 h for h in hits if h.chunk.document_id in readable and (threshold is None or h.score >= threshold)
             ]
-            if len(passed) >= k or not found.more or fetch >= MAX_FETCH:
+            dropped = len(readable) < len({h.chunk.document_id for h in hits})
+            if len(passed) >= k or not (found.more or (found.deeper and dropped)) or fetch >= MAX_FETCH:
                 return passed[:k]
             fetch = min(fetch * 4, MAX_FETCH)
 

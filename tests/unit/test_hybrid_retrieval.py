@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from acl.model import Acl
-from indexer.index import acl_filter
+from indexer.index import Filter, SearchHit, acl_filter
 from service.domain.queries import MultiDocumentQuery, VectorQuery
 from service.query.context import QueryContext
 from service.query.retrieval import CANDIDATES
+from tests.fakes import FakeIndex
 from tests.unit.engine_world import STORE, World, make_world
 
 EVERYONE = Acl.of(["group:everyone"])
@@ -31,11 +32,23 @@ def _revector(world: World, document_id: str, vector: np.ndarray) -> None:
     world.index.upsert(STORE, [dataclasses.replace(c, vector=vector) for c in chunks])
 
 
+class CountingIndex(FakeIndex):
+    """The fake index, recording the k of every lexical search."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[int] = []
+
+    def lexical(self, store_id: str, text: str, k: int, filter: Filter) -> list[SearchHit]:
+        self.asked.append(k)
+        return super().lexical(store_id, text, k, filter)
+
+
 @pytest.fixture
 def world() -> World:
     """Two documents: ``words`` shares the question's rare words but points away from it; ``meaning`` has none
     of its words but the question's very vector."""
-    w = make_world(max_chunks=1, level=0.5, min_threshold=0.0, max_threshold=0.5)
+    w = make_world(max_chunks=1, level=0.5, min_threshold=0.0, max_threshold=0.5, index=CountingIndex())
     question = w.embedder.embed_query(QUESTION)
     w.add("words.md", ["Contractors sign form C-12 before starting."], EVERYONE)
     w.add("meaning.md", ["Everyone signs nothing here."], EVERYONE)
@@ -121,8 +134,28 @@ def test_a_revocation_the_index_has_not_seen_is_dropped_and_the_search_widens(wo
     for i in range(5):
         world.add(f"open{i}.md", [f"A form, page {i}."], EVERYONE)
     world.repo.update_store(STORE, fusion="lexical")
+    assert isinstance(world.index, CountingIndex)
+    world.index.asked.clear()
     got = _ask(world, VectorQuery(STORE, "contractors sign form", level=0, max_chunks=10))
     assert sorted(d for d, _ in got) == ["open0.md", "open1.md", "open2.md", "open3.md", "open4.md", "words.md"]
+    assert world.index.asked == [60, 240]
+
+
+def test_hits_below_the_threshold_do_not_widen_the_lexical_search(world: World) -> None:
+    """An unanswerable question that shares a common word with 100 chunks costs one search, not five."""
+    question = world.embedder.embed_query(QUESTION)
+    away = _unit(np.roll(question, 11) - question)
+    for i in range(100):
+        world.add(f"form{i:03d}.md", [f"Form number {i}."], EVERYONE)
+    for document_id in [*(f"form{i:03d}.md" for i in range(100)), "words.md", "meaning.md"]:
+        _revector(world, document_id, away)
+    assert isinstance(world.index, CountingIndex)
+    for fusion in ("rrf", "lexical"):
+        world.repo.update_store(STORE, fusion=fusion)
+        world.index.asked.clear()
+        answer = world.ask("anyone", VectorQuery(STORE, QUESTION, level=0.9))
+        assert answer.no_relevant_document
+        assert world.index.asked == [60]
 
 
 def test_the_caller_is_never_told_about_chunks_they_cannot_read(world: World) -> None:

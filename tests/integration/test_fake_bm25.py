@@ -108,6 +108,15 @@ def test_long_fields_use_the_one_byte_norm() -> None:
     assert lengths == sorted(lengths) and all(length <= n for n, length in zip(range(1, 5000), lengths, strict=True))
 
 
+def test_match_on_a_keyword_field_is_not_modelled(start: Start) -> None:
+    os_client = client(start())
+    _text_index(os_client, "t")
+    with pytest.raises(RequestError) as raised:  # every shard fails: the server's search-phase wrapper
+        os_client.search(index="t", body={"query": {"match": {"tag": "odd"}}})
+    assert raised.value.error == "search_phase_execution_exception"
+    assert NOT_MODELLED in str(raised.value.info)
+
+
 @pytest.mark.parametrize(
     ("clause", "error"),
     [

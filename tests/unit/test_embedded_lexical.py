@@ -121,16 +121,20 @@ def test_the_query_is_quoted_words_only() -> None:
     assert fulltext.match_expression(['a"b']) == '"a""b"'
 
 
-def test_a_narrow_filter_reads_past_the_rows_it_may_not_see(
-    index: EmbeddedIndex, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """1 % readable, every readable row ranked below every other: one ranked query, read until k passed."""
-    queries: list[int] = []
+@pytest.mark.parametrize("among", [True, False], ids=["ranked-alone", "read-past"])
+def test_a_narrow_filter_still_gets_k(index: EmbeddedIndex, monkeypatch: pytest.MonkeyPatch, among: bool) -> None:
+    """1 % readable, every readable row ranked below every other: ranked alone (a temporary table joined to
+    the full-text index), or, with that path off, read past the others in one ranked query."""
+    if not among:
+        monkeypatch.setattr(embedded_lexical, "AMONG_ROWS", 0)
+    queries: list[bool] = []
     real = embedded_sqlite.ranked
 
-    def spy(conn: sqlite3.Connection, match: str, limit: int) -> Iterator[list[tuple[int, float]]]:
-        queries.append(limit)
-        return real(conn, match, limit)
+    def spy(
+        conn: sqlite3.Connection, match: str, limit: int, only: list[int] | None = None
+    ) -> Iterator[list[tuple[int, float]]]:
+        queries.append(only is not None)
+        return real(conn, match, limit, only)
 
     monkeypatch.setattr(embedded_sqlite, "ranked", spy)
     vectors = random_vectors(1500, seed=6)
@@ -151,7 +155,7 @@ def test_a_narrow_filter_reads_past_the_rows_it_may_not_see(
     assert ids(hits) == [f"d{row:04d}#0" for row in range(7, 1500, 100)][:10]  # equal scores: by chunk id
     assert len(index.lexical(STORE, "harbour", 100, acl_filter(["group:few"]))) == 15
     assert len(index.lexical(STORE, "harbour", 20, acl_filter(["group:many"]))) == 20
-    assert queries == [embedded_lexical.MAX_RANKED] * 3
+    assert queries == [among, among, False]  # group:many is most of the store: never ranked alone
 
 
 def test_ties_at_the_cut_are_ordered_by_chunk_id_not_by_insertion(index: EmbeddedIndex) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -251,9 +251,12 @@ class ChunkTable:
                 found[int(row[0])] = _decode_meta(row)
         return found
 
-    def ranked(self, match: str, limit: int) -> Iterator[list[tuple[int, float]]]:
-        """Batches of (seq, BM25 score) of the best ``limit`` rows for the FTS5 query ``match`` (``fulltext``)."""
-        return ranked(self._conn, match, limit)
+    def ranked(
+        self, match: str, limit: int, among: Sequence[int] | None = None
+    ) -> Generator[list[tuple[int, float]], None, None]:
+        """Batches of (seq, BM25 score) of the best ``limit`` rows for the FTS5 query ``match``, ``among``
+        these seqs if given (``fulltext.ranked``)."""
+        return ranked(self._conn, match, limit, among)
 
     @contextmanager
     def _write(self) -> Iterator[None]:

@@ -66,7 +66,9 @@ class App:
                     private_dir(self.settings.data_dir)
                 # The laptop's SQLite file is migrated on first use; a configured database
                 # (PostgreSQL in production) must be migrated by `docqa db upgrade` first.
-                self._repository = SqlSettingsRepository.from_url(self.settings.database_url, upgrade=laptop)
+                self._repository = SqlSettingsRepository.from_url(
+                    self.settings.database_url, upgrade=laptop, defaults=self.settings.store_defaults.retrieval()
+                )
             return self._repository
 
     @property

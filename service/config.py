@@ -30,6 +30,7 @@ from pydantic_settings import (
 from acl.errors import ConfigurationError, InvalidArgument
 from service.domain.limits import MAX_STORE_CHUNKS
 from service.domain.links import AllowedPrefix
+from service.domain.retrieval_settings import DEFAULT_FUSION, DEFAULT_LEXICAL_WEIGHT, RetrievalDefaults
 from service.domain.store_settings import validate_model_id
 
 _YAML_FILE: ContextVar[str | None] = ContextVar("docqa_yaml_file", default=None)
@@ -319,8 +320,12 @@ class StoreDefaults(_Section):
     #: Cosine similarity that level 1 maps to.
     max_threshold: float = Field(0.60, ge=-1.0, le=1.0)
     max_chunks: int = Field(8, ge=1, le=MAX_STORE_CHUNKS)
+    #: How dense and lexical results are fused (``service.domain.retrieval_settings``).
+    fusion: Literal["rrf", "weighted", "dense", "lexical"] = DEFAULT_FUSION
+    #: The lexical ranking's share in ``rrf`` and ``weighted`` fusion.
+    lexical_weight: float = Field(DEFAULT_LEXICAL_WEIGHT, ge=0.0, le=1.0)
 
-    @field_validator("level", "min_threshold", "max_threshold")
+    @field_validator("level", "min_threshold", "max_threshold", "lexical_weight")
     @classmethod
     def _finite(cls, value: float) -> float:
         if not math.isfinite(value):
@@ -332,6 +337,10 @@ class StoreDefaults(_Section):
         if self.min_threshold > self.max_threshold:
             raise ValueError("min_threshold must not exceed max_threshold")
         return self
+
+    def retrieval(self) -> RetrievalDefaults:
+        """What a store without its own retrieval settings reads as."""
+        return RetrievalDefaults(self.fusion, self.lexical_weight)
 
 
 class QueryConfig(_Section):

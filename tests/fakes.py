@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -10,6 +13,7 @@ import numpy as np
 from acl.errors import InvalidArgument, NotFound
 from acl.model import Acl
 from indexer.index.filters import Filter, validate
+from indexer.index.lexical import query_terms
 from indexer.index.port import ChunkRecord, Index, SearchHit, StoreSpec, Vector
 
 
@@ -31,6 +35,14 @@ def _matches(filter_: Filter, chunk: ChunkRecord) -> bool:
     wanted = {filter_["value"]} if operator == "==" else set(filter_["value"])
     hit = not values.isdisjoint(wanted)
     return not hit if operator == "not in" else hit
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _words(chunk: ChunkRecord) -> list[str]:
+    """What lexical search reads of a chunk: its text, title and headings, as lower-case words."""
+    return _WORD.findall(" ".join([chunk.text, chunk.title, *chunk.heading_path]).lower())
 
 
 def _unit(vector: Vector | None, dimension: int, what: str) -> np.ndarray:
@@ -115,6 +127,36 @@ class FakeIndex(Index):
         ]
         scored.sort(key=lambda pair: (-pair[0], pair[1]))
         return [SearchHit(stored[i], score) for score, i in scored[:k]]
+
+    def lexical(self, store_id: str, text: str, k: int, filter: Filter) -> list[SearchHit]:
+        """Okapi BM25 (k1 1.2, b 0.75) over every chunk of the store, then the filter: slow and plain."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InvalidArgument(f"k must be a positive integer, got {k!r}")
+        if filter is not None:
+            validate(filter)
+        stored = self._store(store_id)
+        terms = query_terms(text)
+        if not terms or not stored:
+            return []
+        bags = {i: Counter(_words(c)) for i, c in stored.items()}
+        average = sum(sum(bag.values()) for bag in bags.values()) / len(bags)
+        scored = []
+        for chunk_id, bag in bags.items():
+            length = sum(bag.values())
+            score = 0.0
+            for term in terms:
+                tf = bag[term]
+                if tf:
+                    df = sum(1 for other in bags.values() if other[term])
+                    idf = math.log(1 + (len(bags) - df + 0.5) / (df + 0.5))
+                    score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / max(average, 1e-9)))
+            if score > 0 and (filter is None or _matches(filter, stored[chunk_id])):
+                scored.append((score, chunk_id))
+        scored.sort(key=lambda pair: (-pair[0], pair[1]))
+        return [
+            SearchHit(dataclasses.replace(stored[i], vector=self.vectors[store_id][i].astype(np.float32)), score)
+            for score, i in scored[:k]
+        ]
 
     def count(self, store_id: str, filter: Filter | None = None) -> int:
         if filter is not None:

@@ -70,7 +70,8 @@ class SearchHit:
     """A chunk and its similarity to the query.
 
     ``score`` is cosine similarity in [-1, 1] on every adapter, so a store's
-    thresholds mean the same whichever adapter holds it.
+    thresholds mean the same whichever adapter holds it (``Index.lexical``
+    alone answers BM25 scores).
     """
 
     chunk: ChunkRecord
@@ -113,6 +114,16 @@ class Index(ABC):
     @abstractmethod
     def exact(self, store_id: str, vector: Vector, k: int, filter: Filter) -> list[SearchHit]:
         """Exact nearest neighbours among chunks matching ``filter``."""
+
+    @abstractmethod
+    def lexical(self, store_id: str, text: str, k: int, filter: Filter) -> list[SearchHit]:
+        """BM25 full-text search of the chunks' text (and title and headings) among chunks matching ``filter``.
+
+        ``text`` is user text, reduced to plain words (``lexical.query_terms``): it is never query syntax, and
+        text with no searchable word gives ``[]``. The filter is applied inside the search, as in ``knn``:
+        when ``k`` matching chunks contain a word, ``k`` hits come back. ``score`` is the engine's BM25 score
+        (higher is better, not a cosine); hits are sorted by descending score, ties by chunk id, and each
+        carries its ``chunk.vector`` (L2-normalised float32) so the caller can compute the cosine."""
 
     def best_per_document(self, store_id: str, vector: Vector, documents: int, filter: Filter) -> list[SearchHit]:
         """The best chunk (exact score) of each document with a chunk matching ``filter``, best document first,

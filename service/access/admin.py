@@ -15,6 +15,7 @@ from service.access.state import AccessState, AclView, MembershipView
 from service.config import StoreDefaults
 from service.domain.calibration_report import CalibrationReport
 from service.domain.limits import MAX_STORE_CHUNKS
+from service.domain.retrieval_settings import validate_fusion, validate_lexical_weight, validate_source_base_url
 from service.domain.store import Store, validate_store_id
 from service.domain.store_settings import validate_model_id, validate_prompt_template, validate_store_name
 from service.domain.threshold import Threshold, parse_level
@@ -66,6 +67,8 @@ class Admin:
                     min_threshold=defaults.min_threshold,
                     max_threshold=defaults.max_threshold,
                     max_chunks=defaults.max_chunks,
+                    fusion=defaults.fusion,
+                    lexical_weight=defaults.lexical_weight,
                 )
             )
         if store.embedding_model != embedding_model:
@@ -76,7 +79,7 @@ class Admin:
         return store
 
     def update_settings(self, store_id: str, **changes: Any) -> Store:
-        """Validate and apply setting changes (None values are ignored)."""
+        """Validate and apply setting changes (None values are ignored; ``source_base_url=""`` removes the URL)."""
         store = self.store(store_id)
         clean: dict[str, Any] = {}
         for key, value in changes.items():
@@ -99,6 +102,12 @@ class Admin:
                 clean[key] = validate_model_id(value)
             elif key == "name":
                 clean[key] = validate_store_name(value)
+            elif key == "fusion":
+                clean[key] = validate_fusion(value)
+            elif key == "lexical_weight":
+                clean[key] = validate_lexical_weight(value)
+            elif key == "source_base_url":
+                clean[key] = validate_source_base_url(value)  # "" clears it (None)
             else:
                 raise InvalidArgument(f"unknown store setting {key!r}")
         Threshold(

@@ -30,6 +30,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 from acl.errors import InvalidArgument, NotFound, Unavailable
 from acl.model import Acl
 from indexer.private_files import private_file
+from service.domain.retrieval_settings import RetrievalDefaults
 from service.domain.store import DocumentRecord, Store
 from service.persistence.ports import AuditRecord, SettingsRepository
 from service.persistence.sql_access import AclRow, SqlAccessRows, read_acls, write_ingested_acl
@@ -52,6 +53,10 @@ class StoreRow(Base):
     max_chunks: Mapped[int] = mapped_column(Integer)
     llm_model_id: Mapped[str] = mapped_column(String(300))
     prompt_template: Mapped[str] = mapped_column(Text)
+    # NULL (a store made before revision 0004): the configured default.
+    fusion: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    lexical_weight: Mapped[float | None] = mapped_column(Float, nullable=True)
+    source_base_url: Mapped[str | None] = mapped_column(String(2000), nullable=True)
 
 
 class DocumentRow(Base):
@@ -92,7 +97,7 @@ def _safe_url(engine: Engine) -> str:
     return engine.url.render_as_string(hide_password=True)
 
 
-def _store(row: StoreRow) -> Store:
+def _store(row: StoreRow, defaults: RetrievalDefaults) -> Store:
     return Store(
         id=row.id,
         name=row.name,
@@ -103,23 +108,39 @@ def _store(row: StoreRow) -> Store:
         max_chunks=row.max_chunks,
         llm_model_id=row.llm_model_id,
         prompt_template=row.prompt_template,
+        fusion=defaults.fusion if row.fusion is None else row.fusion,
+        lexical_weight=defaults.lexical_weight if row.lexical_weight is None else row.lexical_weight,
+        source_base_url=row.source_base_url,
     )
 
 
 _STORE_FIELDS = frozenset(
-    {"name", "level", "min_threshold", "max_threshold", "max_chunks", "llm_model_id", "prompt_template"}
+    {
+        "name",
+        "level",
+        "min_threshold",
+        "max_threshold",
+        "max_chunks",
+        "llm_model_id",
+        "prompt_template",
+        "fusion",
+        "lexical_weight",
+        "source_base_url",
+    }
 )
 
 
 class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
     """Settings in any SQL database SQLAlchemy speaks."""
 
-    def __init__(self, engine: Engine, *, create: bool = True) -> None:
+    def __init__(self, engine: Engine, *, create: bool = True, defaults: RetrievalDefaults | None = None) -> None:
         """``create``: apply the migrations up to head (the laptop default, tests);
-        otherwise refuse a schema that is not at head (ConfigurationError naming ``docqa db upgrade``)."""
+        otherwise refuse a schema that is not at head (ConfigurationError naming ``docqa db upgrade``).
+        ``defaults``: what a store row without retrieval settings reads as."""
         from service.persistence import schema
 
         self._engine = engine
+        self._defaults = defaults or RetrievalDefaults()
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         try:
             if create:
@@ -131,7 +152,9 @@ class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
             raise Unavailable(f"settings database unavailable: {exc.orig.__class__.__name__}") from None
 
     @classmethod
-    def from_url(cls, url: str, *, upgrade: bool = True) -> SqlSettingsRepository:
+    def from_url(
+        cls, url: str, *, upgrade: bool = True, defaults: RetrievalDefaults | None = None
+    ) -> SqlSettingsRepository:
         """A repository on ``url``; ``upgrade=False`` (a configured production database) only checks the schema.
 
         An in-memory SQLite database is always migrated: it starts empty every time.
@@ -139,7 +162,7 @@ class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
         in_memory = url in ("sqlite://", "sqlite:///:memory:")
         engine = make_engine(url)
         try:
-            return cls(engine, create=upgrade or in_memory)
+            return cls(engine, create=upgrade or in_memory, defaults=defaults)
         except BaseException:
             engine.dispose()
             raise
@@ -159,18 +182,16 @@ class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
     def get_store(self, store_id: str) -> Store | None:
         with self._session() as s:
             row = s.get(StoreRow, store_id)
-            return _store(row) if row else None
+            return _store(row, self._defaults) if row else None
 
     def list_stores(self) -> list[Store]:
         with self._session() as s:
-            return [_store(r) for r in s.scalars(select(StoreRow).order_by(StoreRow.id))]
+            return [_store(r, self._defaults) for r in s.scalars(select(StoreRow).order_by(StoreRow.id))]
 
     def create_store(self, store: Store) -> Store:
         try:
             with self._session() as s:
-                # Until migration 0004 (the hybrid slice) adds their columns, fusion/lexical_weight/source_base_url
-                # are not kept: take the fields that have a column.
-                s.add(StoreRow(**{f: getattr(store, f) for f in Store.__slots__ if hasattr(StoreRow, f)}))
+                s.add(StoreRow(**{f: getattr(store, f) for f in Store.__slots__}))
         except IntegrityError:
             raise InvalidArgument(f"store {store.id!r} already exists") from None
         return store
@@ -185,7 +206,7 @@ class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
                 raise NotFound(f"store {store_id!r} not found")
             for key, value in changes.items():
                 setattr(row, key, value)
-            return _store(row)
+            return _store(row, self._defaults)
 
     # documents --------------------------------------------------------------
     def get_document(self, store_id: str, document_id: str) -> DocumentRecord | None:

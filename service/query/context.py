@@ -11,7 +11,7 @@ from service.domain.threshold import Threshold
 
 
 class Clock:
-    """Milliseconds per step of a query (``embed``, ``search``, ``access``, ``generate``, ``total``)."""
+    """Milliseconds per step of a query (``embed``, ``search``, ``lexical``, ``access``, ``generate``, ``total``)."""
 
     def __init__(self) -> None:
         self.timings: dict[str, float] = {}

@@ -1,4 +1,4 @@
-"""MultiDocumentQuery: exact kNN restricted to chosen documents (and the ACL); -1 sends whole documents."""
+"""MultiDocumentQuery: exact kNN and BM25 within chosen documents (and the ACL), fused; -1 sends whole documents."""
 
 from __future__ import annotations
 
@@ -21,8 +21,10 @@ def multi_document_scope(
     restrict = and_(acl_filter(ctx.principals), documents_filter(document_ids))
     one = len(document_ids) == 1
     if k != WHOLE_DOCUMENTS:
-        hits = retrieval.search(ctx, threshold, k, lambda n: retrieval.index.exact(store_id, vector, n, restrict))
-        return Scope(hits, threshold, effective, one_document=one)
+        candidates = retrieval.candidates(
+            ctx, threshold, k, vector, restrict, lambda n: retrieval.index.exact(store_id, vector, n, restrict)
+        )
+        return Scope(candidates[:k], threshold, effective, one_document=one)
     # Whole documents: rank each by its best chunk (one bounded request), send the full text.
     documents = len(set(document_ids))
     best = retrieval.search(

@@ -1,21 +1,43 @@
-"""The common search path: embed, search with the ACL inside, check access, threshold, widen."""
+"""The common search path: embed, search with the ACL inside (dense and lexical, fused), check access,
+threshold, widen."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from acl.checker import AccessChecker
 from acl.errors import NotFound
 from indexer.embedder import Embedder
-from indexer.index import ChunkRecord, Index, SearchHit
+from indexer.index import ChunkRecord, Filter, Index, SearchHit
 from indexer.index.port import Vector
 from service.domain.store import Store
 from service.persistence.ports import DocumentCatalog
 from service.query.context import QueryContext
+from service.query.fusion import fuse, runs_dense, runs_lexical
 
 #: Tokens kept free for the template, the question and the answer when a
 #: whole document is sent.
 PROMPT_RESERVE_TOKENS = 512
+#: Fused candidates a search keeps (at least k): what a reranking step chooses from.
+CANDIDATES = 30
+#: The most hits one search asks the index for.
+MAX_FETCH = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """One search's ranked hits; ``more``: asking for more could add hits that pass the threshold;
+    ``deeper``: asking for more could add other hits, worth it only to replace unreadable ones."""
+
+    hits: list[SearchHit]
+    more: bool
+    deeper: bool = False
+
+
+def _more(hits: Sequence[SearchHit], asked: int, threshold: float | None) -> bool:
+    """Whether a cosine-ranked list cut at ``asked`` may go on with hits at or above ``threshold``."""
+    return len(hits) >= asked and (threshold is None or hits[-1].score >= threshold)
 
 
 class Retrieval:
@@ -52,25 +74,69 @@ class Retrieval:
     def search(
         self, ctx: QueryContext, threshold: float | None, k: int, run: Callable[[int], list[SearchHit]]
     ) -> list[SearchHit]:
-        """Search, drop unreadable documents, apply the threshold, keep the top ``k``.
+        """Search with ``run`` (hits ranked by cosine), drop unreadable documents, apply the threshold, keep
+        the top ``k``."""
+
+        def batch(n: int) -> _Batch:
+            hits = run(n)
+            ctx.clock.lap("search")
+            return _Batch(hits, _more(hits, n, threshold))
+
+        return self._widened(ctx, threshold, k, batch)
+
+    def candidates(
+        self,
+        ctx: QueryContext,
+        threshold: float | None,
+        k: int,
+        vector: Vector,
+        restrict: Filter,
+        dense: Callable[[int], list[SearchHit]],
+    ) -> list[SearchHit]:
+        """Up to ``max(k, CANDIDATES)`` chunks, best first: the dense search ``dense`` and the lexical search
+        of the question, both within ``restrict``, fused by the store's method, then the readable ones that
+        pass the threshold (on the cosine, which is every fused hit's score). The caller cuts to ``k``."""
+        store = ctx.store
+        method = store.fusion
+
+        def batch(n: int) -> _Batch:
+            dense_hits: list[SearchHit] = []
+            lexical_hits: list[SearchHit] = []
+            if runs_dense(method):
+                dense_hits = dense(n)
+                ctx.clock.lap("search")
+            if runs_lexical(method):
+                lexical_hits = self.index.lexical(store.id, ctx.question, n, restrict)
+                ctx.clock.lap("lexical")
+            # Every chunk at or above the threshold is in a deep enough dense list, so only the dense list
+            # widens for the threshold; the lexical list widens only past unreadable hits.
+            fused = fuse(method, dense_hits, lexical_hits, vector, store.lexical_weight)
+            return _Batch(fused, runs_dense(method) and _more(dense_hits, n, threshold), len(lexical_hits) >= n)
+
+        return self._widened(ctx, threshold, max(k, CANDIDATES), batch)
+
+    def _widened(
+        self, ctx: QueryContext, threshold: float | None, k: int, run: Callable[[int], _Batch]
+    ) -> list[SearchHit]:
+        """The first ``k`` readable hits of ``run`` that pass the threshold.
 
         The index's ACL copy may be stale (a revocation not yet re-indexed), so
         the search fetches more than ``k`` and widens while the authoritative
-        check drops hits and more may exist.
+        check (or the threshold) dropped hits and more may exist.
         """
-        fetch = min(max(2 * k, k + 8), 10_000) if k < 10_000 else k
+        fetch = min(max(2 * k, k + 8), MAX_FETCH) if k < MAX_FETCH else k
         while True:
-            hits = run(fetch)
-            ctx.clock.lap("search")
+            found = run(fetch)
+            hits = found.hits
             readable = self._checker.readable(ctx.store.id, ctx.principals, {h.chunk.document_id for h in hits})
             ctx.clock.lap("access")
             passed = [
                 h for h in hits if h.chunk.document_id in readable and (threshold is None or h.score >= threshold)
             ]
-            below = threshold is not None and bool(hits) and hits[-1].score < threshold
-            if len(passed) >= k or len(hits) < fetch or below or fetch >= 10_000:
+            dropped = len(readable) < len({h.chunk.document_id for h in hits})
+            if len(passed) >= k or not (found.more or (found.deeper and dropped)) or fetch >= MAX_FETCH:
                 return passed[:k]
-            fetch = min(fetch * 4, 10_000)
+            fetch = min(fetch * 4, MAX_FETCH)
 
     def whole_document(self, store: Store, document_id: str, score: float) -> SearchHit:
         """The document's whole extracted text as one hit (``<id>#all``); ``score`` NaN = unknown."""

@@ -1,4 +1,4 @@
-"""VectorQuery: the whole store, approximate kNN with the caller's ACL filter inside the search."""
+"""VectorQuery: the whole store, approximate kNN and BM25 with the caller's ACL filter inside both, fused."""
 
 from __future__ import annotations
 
@@ -15,5 +15,7 @@ def vector_scope(retrieval: Retrieval, limits: Limits, ctx: QueryContext, query:
     effective, threshold = ctx.thresholds()
     vector = retrieval.embed(ctx)
     store_id, allowed = ctx.store.id, acl_filter(ctx.principals)
-    hits = retrieval.search(ctx, threshold, k, lambda n: retrieval.index.knn(store_id, vector, n, allowed))
-    return Scope(hits, threshold, effective, one_document=False)
+    candidates = retrieval.candidates(
+        ctx, threshold, k, vector, allowed, lambda n: retrieval.index.knn(store_id, vector, n, allowed)
+    )
+    return Scope(candidates[:k], threshold, effective, one_document=False)

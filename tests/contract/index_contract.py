@@ -18,6 +18,7 @@ from acl.errors import InvalidArgument, NotFound
 from acl.model import Acl
 from indexer.index.filters import Filter, acl_filter, and_, documents_filter
 from indexer.index.port import ChunkRecord, Index, StoreSpec
+from tests.contract.lexical_contract import LexicalContract
 
 STORE = "contract"
 DIM = 16
@@ -168,8 +169,8 @@ BAD_FILTERS: list[Any] = [
 ]
 
 
-class IndexContract:
-    """Tests every ``Index`` adapter must pass. Override the ``index`` fixture."""
+class IndexContract(LexicalContract):
+    """Tests every ``Index`` adapter must pass (``LexicalContract`` too). Override the ``index`` fixture."""
 
     @pytest.fixture
     def index(self) -> Iterator[Index]:
@@ -216,6 +217,7 @@ class IndexContract:
             "set_document_acl",
             "knn",
             "exact",
+            "lexical",
             "count",
             "drop",
         ],
@@ -227,6 +229,7 @@ class IndexContract:
             "set_document_acl": lambda: index.set_document_acl("nope", "a", Acl.of(["user:x"])),
             "knn": lambda: index.knn("nope", unit(np.ones(DIM)), 3, acl_filter(["user:x"])),
             "exact": lambda: index.exact("nope", unit(np.ones(DIM)), 3, acl_filter(["user:x"])),
+            "lexical": lambda: index.lexical("nope", "text", 3, acl_filter(["user:x"])),
             "count": lambda: index.count("nope"),
             "drop": lambda: index.drop("nope"),
         }

@@ -97,3 +97,24 @@ def test_sanitize_bench_reports_each_row_against_its_baseline() -> None:
     out = bench("sanitize.py", "--answers", "5", "--chars", "400").stdout
     for row in ("markdown-it render (baseline)", "sanitize, whole answer", "sanitize, streamed in 7-char pieces"):
         assert row in out
+
+
+def test_lexical_bench_prints_each_caller_and_both_tokenizers(tmp_path: Path) -> None:
+    out = bench("lexical.py", "--chunks", "300", "--queries", "3").stdout
+    for caller in ("50%", "5%", "0.5%"):
+        assert f"{caller:>8} " in out
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    for name, text in {
+        "a": "Unused vacation days carry over",
+        "b": "Reset a password",
+        "c": "Expense receipts",
+    }.items():
+        (pages / f"{name}.html").write_text(f"<html><title>{name}</title><body><h1>{name}</h1><p>{text}</p></body>")
+    questions = tmp_path / "q.yaml"
+    questions.write_text('- {question: "Can days be carried over?", expected: [a.html]}\n')
+    out = bench(
+        "lexical.py", "--pages", str(pages), "--questions", str(questions), "--chunks", "30", "--queries", "3"
+    ).stdout
+    assert "3 chunks of 3 pages; 1 questions" in out
+    assert "porter unicode61 remove_diacritics 2" in out and "  1.00   1.00   1.00" in out

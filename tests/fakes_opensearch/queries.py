@@ -1,8 +1,8 @@
 """The query DSL the fake understands, parsed once per request and run per shard.
 
 Modelled: ``match_all``, ``match_none``, ``term``, ``terms``, ``ids``, ``exists``, ``bool``, ``constant_score``,
-``knn`` and ``script_score``. Leaf queries other than ``knn`` score a constant 1.0 (times ``boost``): the
-fake has no BM25. Other query types the server knows answer 400 ``fake_not_modelled_exception``; names
+``knn``, ``script_score`` and ``match`` (BM25 on a ``text`` field, ``bm25.py``). The other leaf queries score a
+constant 1.0 (times ``boost``). Other query types the server knows answer 400 ``fake_not_modelled_exception``; names
 the server does not know answer its ``parsing_exception``.
 """
 
@@ -27,7 +27,7 @@ DocKey = tuple[int, int]
 Matches = dict[DocKey, float]
 
 _KNOWN_ELSEWHERE = {
-    "match", "match_phrase", "match_phrase_prefix", "multi_match", "range", "prefix", "wildcard", "regexp",
+    "match_phrase", "match_phrase_prefix", "multi_match", "range", "prefix", "wildcard", "regexp",
     "fuzzy", "query_string", "simple_query_string", "nested", "function_score", "dis_max", "boosting",
     "has_child", "has_parent", "neural", "hybrid", "more_like_this", "script", "wrapper", "terms_set",
     "intervals", "distance_feature", "rank_feature", "geo_distance", "geo_bounding_box", "match_bool_prefix",
@@ -45,6 +45,8 @@ class ShardView:
     knn_plugin: bool
     leaves: list[Segment]
     knn_log: list[knn.LeafSearch] = field(default_factory=list)
+    #: BM25 statistics come from these segments (every searched shard's, ``dfs_query_then_fetch``); None: ``leaves``.
+    stats_leaves: list[Segment] | None = None
 
     def docs(self) -> Iterator[tuple[DocKey, Indexed]]:
         for ordinal, segment in enumerate(self.leaves):
@@ -434,6 +436,12 @@ def _knn(body: dict[str, Any], knn_plugin: bool) -> Query:
     return Knn(name, vector, k, filter_query, ef_search, _boost(spec, "knn"))
 
 
+def _match(body: dict[str, Any], knn_plugin: bool) -> Query:
+    from tests.fakes_opensearch.bm25 import parse_match  # bm25 builds on this module
+
+    return parse_match(body)
+
+
 def _script_score(body: dict[str, Any], knn_plugin: bool) -> Query:
     _only(body, "script_score", {"query", "script", "min_score", "boost", "_name"})
     if "query" not in body or "script" not in body:
@@ -457,4 +465,5 @@ _PARSERS = {
     "constant_score": _constant_score,
     "knn": _knn,
     "script_score": _script_score,
+    "match": _match,
 }

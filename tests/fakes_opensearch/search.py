@@ -75,14 +75,20 @@ class ShardRun:
     failures: list[tuple[str, int, OpenSearchError]]
 
 
-def run_query(cluster: Cluster, targets: list[IndexState], query: Query, check: Any = None) -> ShardRun:
-    """Run ``query`` on every shard of ``targets``; ``check(index)`` may fail an index's shards up front."""
+def run_query(
+    cluster: Cluster, targets: list[IndexState], query: Query, check: Any = None, *, dfs: bool = False
+) -> ShardRun:
+    """Run ``query`` on every shard of ``targets``; ``check(index)`` may fail an index's shards up front.
+
+    ``dfs``: term statistics of every searched shard together (``search_type=dfs_query_then_fetch``)."""
     run = ShardRun([], 0, [])
     log = []
+    every = [segment for index in targets for shard in index.shards for segment in shard.segments] if dfs else None
     for index in targets:
         for shard in index.shards:
             run.total_shards += 1
             view = ShardView(index, shard.number, cluster.version, cluster.knn_plugin, list(shard.segments))
+            view.stats_leaves = every
             try:
                 if check is not None:
                     check(index)
@@ -160,7 +166,10 @@ def search(cluster: Cluster, targets: list[IndexState], body: Any, params: dict[
         if collapse is not None:
             _collapse_field_info(index, collapse["field"])
 
-    run = run_query(cluster, targets, query, check)
+    search_type = params.get("search_type", "query_then_fetch")
+    if search_type not in ("query_then_fetch", "dfs_query_then_fetch"):
+        raise bad_request(f"No search type for [{search_type}]")
+    run = run_query(cluster, targets, query, check, dfs=search_type == "dfs_query_then_fetch")
     min_score = body.get("min_score")
     hits = [hit for hit in run.hits if min_score is None or hit.score >= min_score]
     keyed = [(hit, _sort_values(hit, sort)) for hit in hits]

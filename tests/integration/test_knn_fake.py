@@ -788,7 +788,7 @@ def test_what_the_fake_does_not_model_fails_loudly(start: Start) -> None:
         os_client.transport.perform_request("GET", "/_cluster/health")
     assert raised.value.error == NOT_MODELLED
     with pytest.raises(RequestError) as raised:
-        os_client.search(index="loud", body={"query": {"match": {"tag": "x"}}})
+        os_client.search(index="loud", body={"query": {"match_phrase": {"tag": "x"}}})
     assert raised.value.error == NOT_MODELLED
     with pytest.raises(RequestError) as raised:
         os_client.search(index="loud", body={"query": {"no_such_query": {}}})

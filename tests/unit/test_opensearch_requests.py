@@ -37,6 +37,7 @@ from indexer.index.opensearch.requests import (
     exact_body,
     heads_body,
     knn_body,
+    lexical_body,
 )
 from indexer.index.port import StoreSpec
 from tests.contract.index_contract import FILTER_CASES, chunk, random_vectors, unit
@@ -137,6 +138,35 @@ def test_best_chunk_per_document_is_one_collapsed_exact_search(filter_: Any) -> 
     SEARCH.check(body)
     assert body["collapse"] == {"field": "document_id"} and body["size"] == 40
     assert body["query"] == exact_body(vector(), 40, to_query(filter_))["query"]
+
+
+@pytest.mark.parametrize("filter_", FILTERS, ids=range(len(FILTERS)))
+def test_lexical_search_is_a_bm25_match_with_the_filter_inside(filter_: Any) -> None:
+    body = lexical_body("vacation days carried", 9, to_query(filter_))
+    SEARCH.check(body)
+    assert body["query"] == {
+        "bool": {
+            "must": [{"match": {"text": {"query": "vacation days carried", "operator": "or"}}}],
+            "filter": [to_query(filter_)],
+        }
+    }
+    assert body["size"] == 9 and body["sort"] == [{"_score": "desc"}, {"chunk_id": "asc"}]
+    assert "_source" not in body  # the whole source, vector included: the caller computes the cosine
+
+
+def test_lexical_search_sends_words_only_and_nothing_for_none(wire: spec.FakeWire) -> None:
+    index = _adapter(wire)
+    index.ensure(StoreSpec("acme", DIM))
+    before = len(wire.requests)
+    for junk in ("", "?!", "the of and", '"*" ()'):
+        assert index.lexical("acme", junk, 5, acl_filter(["group:x"])) == []
+    assert len(wire.requests) == before  # no word, no request
+    index.lexical("acme", 'Vacation "days" OR text:carried* NEAR(x)', 5, acl_filter(["group:x"]))
+    (sent,) = wire.requests[before:]
+    assert sent.params.get("search_type") == "dfs_query_then_fetch"
+    match = sent.body["query"]["bool"]["must"][0]["match"]["text"]
+    assert match["query"] == "vacation days text carried near x"
+    _check_sent(wire)
 
 
 def test_vectors_travel_as_float32_text() -> None:
@@ -330,6 +360,7 @@ def test_every_request_the_adapter_sends_matches_the_spec(wire: spec.FakeWire, e
         index.knn("acme", vectors[0], 4, filter_)  # type: ignore[arg-type]
         index.best_per_document("acme", vectors[0], 4, filter_ or acl_filter(["group:x"]))
         index.count("acme", filter_)
+        index.lexical("acme", "How many vacation days carry over?", 4, filter_)  # type: ignore[arg-type]
     index.refresh("acme")
     index.server()
     index.check_store("acme")

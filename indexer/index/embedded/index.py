@@ -1,14 +1,15 @@
 """The embedded index adapter: in-process, persisted in SQLite, no server needed.
 
-Each store is one SQLite file (``<data_dir>/<store_id>.sqlite``, WAL mode),
-the source of truth, mirrored in memory as a float32 matrix with tombstones and
+Each store is one SQLite file (``<data_dir>/<store_id>.sqlite``, WAL mode), the
+source of truth, mirrored in memory as a float32 matrix with tombstones and
 keyword postings. A filter becomes a set of allowed rows in about a millisecond
 even at 1M rows; ``knn`` then picks per query, like OpenSearch's efficient
 filtering, between exact search over just those rows and a filtered faiss HNSW
 graph searched with the efSearch its calibration says the filter needs
-(``embedded_search.Planner``, ``hnsw_policy``), and falls back to exact rather
-than return fewer than ``k`` hits. The graph is built in the background once
-queries have shown it is worth its cost (``embedded_graph``).
+(``embedded_search.Planner``, ``hnsw_policy``), falling back to exact rather
+than return fewer than ``k`` hits; the graph is built in the background once
+queries have shown it is worth its cost (``embedded_graph``). ``lexical`` is
+BM25 over the file's FTS5 index with the same filter mask (``embedded.lexical``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from acl.errors import IndexUnavailable, InvalidArgument, NotFound
 from acl.model import Acl
 from indexer.index.embedded.ef_policy import EfPolicy
 from indexer.index.embedded.filters import filter_mask
+from indexer.index.embedded.lexical import lexical_search
 from indexer.index.embedded.rows import Rows, RowTable
 from indexer.index.embedded.search import Planner, exact_candidates, rank
 from indexer.index.embedded.sqlite import ChunkTable
@@ -67,13 +69,7 @@ class EmbeddedIndex(Index):
     graph work inside the query that triggers it (deterministic, for tests).
     """
 
-    def __init__(
-        self,
-        data_dir: Path | None,
-        *,
-        planner: Planner | None = None,
-        background: bool = True,
-    ) -> None:
+    def __init__(self, data_dir: Path | None, *, planner: Planner | None = None, background: bool = True) -> None:
         self._data_dir = None if data_dir is None else Path(data_dir)
         self._planner = planner or Planner()
         self._background = background
@@ -232,6 +228,9 @@ class EmbeddedIndex(Index):
 
     def exact(self, store_id: str, vector: Vector, k: int, filter: Filter) -> list[SearchHit]:
         return self._search(store_id, vector, k, filter, approximate=False)
+
+    def lexical(self, store_id: str, text: str, k: int, filter: Filter) -> list[SearchHit]:
+        return lexical_search(self._open(store_id), store_id, text, k, filter)
 
     def count(self, store_id: str, filter: Filter | None = None) -> int:
         store = self._open(store_id)

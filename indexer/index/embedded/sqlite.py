@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from acl.errors import IndexUnavailable, InvalidArgument
 from acl.model import Acl
+from indexer.index.embedded.fulltext import ensure_fulltext, ranked
 from indexer.index.port import ChunkRecord
 from indexer.private_files import private_file
 
@@ -147,6 +148,7 @@ class ChunkTable:
                     "INSERT OR IGNORE INTO meta (key, value) VALUES ('dimension', ?)",
                     (str(dimension),),
                 )
+                ensure_fulltext(conn)
             existing = _read_dimension(conn)
             if existing != dimension:
                 raise InvalidArgument(
@@ -176,12 +178,16 @@ class ChunkTable:
             conn.close()
             return None
         try:
-            if _missing_columns(conn):
-                with _transaction(conn):
+            with _transaction(conn):
+                if _missing_columns(conn):
                     _add_columns(conn)
+                ensure_fulltext(conn)  # a file made before full-text search existed
         except sqlite3.Error as exc:
             conn.close()
             raise IndexUnavailable(f"cannot upgrade the embedded index at {path}: {exc}") from exc
+        except BaseException:
+            conn.close()
+            raise
         return cls(conn, dimension, persistent=True)
 
     def close(self) -> None:
@@ -261,6 +267,13 @@ class ChunkTable:
             for row in self._conn.execute(f"SELECT {_META_COLUMNS} FROM chunks WHERE seq IN ({marks})", batch):
                 found[int(row[0])] = _decode_meta(row)
         return found
+
+    def ranked(
+        self, match: str, limit: int, among: Sequence[int] | None = None
+    ) -> Generator[list[tuple[int, float]], None, None]:
+        """Batches of (seq, BM25 score) of the best ``limit`` rows for the FTS5 query ``match``, ``among``
+        these seqs if given (``fulltext.ranked``)."""
+        return ranked(self._conn, match, limit, among)
 
     @contextmanager
     def _write(self) -> Iterator[None]:

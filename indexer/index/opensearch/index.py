@@ -10,6 +10,10 @@ This module talks to the server:
   filter is narrow, and after an approximate search that found fewer than
   ``k`` (KNNWeight.java), so ``k`` hits come back whenever ``k`` chunks match:
   there is no client-side fallback.
+- ``lexical`` runs a ``match`` query (BM25, the standard analyser, the
+  question's plain words OR-ed) on ``text`` inside a ``bool`` with the filter,
+  as ``dfs_query_then_fetch`` so that term statistics are the index's, not a
+  shard's; hits keep their vector, for the caller's cosine.
 - ``exact`` runs ``script_score`` with the Painless cosine over a ``bool``
   filter, paging with ``search_after`` past ``page_size`` hits;
   ``best_per_document`` is one such request collapsed on the document id.
@@ -39,7 +43,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
 from opensearchpy import OpenSearch
@@ -58,8 +62,10 @@ from opensearchpy.helpers import streaming_bulk
 from acl.errors import ConfigurationError, IndexUnavailable, InvalidArgument, NotFound
 from acl.model import Acl
 from indexer.index.filters import Filter
+from indexer.index.lexical import query_terms
 from indexer.index.opensearch.filters import to_query
 from indexer.index.opensearch.mapping import (
+    VECTOR_FIELD,
     HnswSettings,
     IndexFacts,
     concrete_name,
@@ -82,6 +88,7 @@ from indexer.index.opensearch.requests import (
     exact_body,
     heads_body,
     knn_body,
+    lexical_body,
 )
 from indexer.index.opensearch.responses import (
     BulkFailure,
@@ -96,6 +103,7 @@ from indexer.index.opensearch.responses import (
     search_hits,
     server_facts,
     total_count,
+    vector_from_source,
 )
 from indexer.index.port import ChunkRecord, DocumentsRejected, Index, SearchHit, StoreSpec, Vector
 from indexer.index.validation import chunk_vectors, query_vector
@@ -107,6 +115,8 @@ _T = TypeVar("_T")
 #: Statuses worth retrying: overload and gateway/server trouble.
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 Refresh = Literal["true", "wait_for", "false"]
+#: The search type of lexical search: BM25 statistics gathered from every shard first.
+DFS = "dfs_query_then_fetch"
 
 
 @dataclass(frozen=True, slots=True)
@@ -453,6 +463,26 @@ class OpenSearchIndex(Index):
             after = page[-1].sort
         return _ranked(hits)[:k]
 
+    def lexical(self, store_id: str, text: str, k: int, filter: Filter) -> list[SearchHit]:
+        _check_k(k)
+        query = to_query(filter)
+        name = self.index_name(store_id)
+        _check_window(k, self._facts_of(store_id))
+        words = " ".join(query_terms(text))
+        if not words:
+            return []
+        # Term statistics of the whole index, not of each shard: BM25 scores that do not depend on routing.
+        body = lexical_body(words, k, query)
+        page = search_hits(self._search(store_id, f"lexical search in {name}", body, search_type=DFS))
+        return _ranked(
+            [
+                SearchHit(
+                    replace(chunk_from_source(h.source), vector=vector_from_source(h.source, VECTOR_FIELD)), h.score
+                )
+                for h in page
+            ]
+        )[:k]
+
     def best_per_document(self, store_id: str, vector: Vector, documents: int, filter: Filter) -> list[SearchHit]:
         if isinstance(documents, bool) or not isinstance(documents, int) or documents < 1:
             raise InvalidArgument(f"documents must be a positive integer, got {documents!r}")
@@ -476,10 +506,12 @@ class OpenSearchIndex(Index):
 
     # -- plumbing -------------------------------------------------------------
 
-    def _search(self, store_id: str, what: str, body: Body) -> Any:
+    def _search(self, store_id: str, what: str, body: Body, **params: str) -> Any:
         name = self.index_name(store_id)
         timeout = self._options.search_timeout_s
-        return self._call(what, lambda: self._client.search(index=name, body=body, request_timeout=timeout), store_id)
+        return self._call(
+            what, lambda: self._client.search(index=name, body=body, request_timeout=timeout, **params), store_id
+        )
 
     def _remember(self, store_id: str, facts: IndexFacts) -> None:
         with self._lock:

@@ -172,6 +172,20 @@ def best_per_document_body(vector: Any, documents: int, filter_query: Query) -> 
     }
 
 
+def lexical_body(words: str, size: int, filter_query: Query) -> Body:
+    """BM25 search: a ``match`` query of plain words (OR) on the analysed ``text`` field inside a ``bool`` with
+    the filter, best first, ties by chunk id; the ``_source`` keeps the vector, for the caller's cosine."""
+    return {
+        "size": size,
+        "track_scores": True,
+        "track_total_hits": False,
+        "query": {
+            "bool": {"must": [{"match": {"text": {"query": words, "operator": "or"}}}], "filter": [filter_query]}
+        },
+        "sort": [{"_score": "desc"}, {"chunk_id": "asc"}],
+    }
+
+
 def count_body(filter_query: Query) -> Body:
     return {"query": filter_query}
 

@@ -13,6 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from acl.errors import IndexUnavailable
 from acl.model import Acl
 from indexer.index.port import ChunkRecord
@@ -92,6 +95,20 @@ def chunk_from_source(source: Mapping[str, Any]) -> ChunkRecord:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise _unexpected(f"a chunk without a valid {exc.args[0] if exc.args else 'field'}") from None
+
+
+def vector_from_source(source: Mapping[str, Any], field: str) -> npt.NDArray[np.float32]:
+    """The chunk's unit vector stored in a hit's ``_source`` under ``field``."""
+    value = source.get(field)
+    try:
+        vector = np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise _unexpected("a chunk with a vector that is not numbers") from None
+    norm = float(np.linalg.norm(vector)) if vector.ndim == 1 and vector.size else 0.0
+    if not math.isfinite(norm) or norm == 0.0:
+        raise _unexpected("a chunk without its vector")
+    unit: npt.NDArray[np.float32] = (vector / np.float32(norm)).astype(np.float32)
+    return unit
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -58,6 +58,9 @@ def cmd_settings(args: argparse.Namespace, app: Any) -> int:
             max_chunks=args.max_chunks,
             prompt_template=args.prompt_template,
             llm_model_id=args.llm_model_id,
+            fusion=args.fusion,
+            lexical_weight=args.lexical_weight,
+            source_base_url="" if args.clear_source_base_url else args.source_base_url,
         )
     else:
         store = admin.store(args.store)

@@ -80,4 +80,14 @@ def cmd_calibrate(args: argparse.Namespace, app: Any, actor: str) -> int:
 
 
 #: Options of ``settings set`` that ``settings calibrate`` refuses rather than ignores.
-_SET_OPTIONS = ("level", "min_threshold", "max_threshold", "max_chunks", "prompt_template", "llm_model_id")
+_SET_OPTIONS = (
+    "level",
+    "min_threshold",
+    "max_threshold",
+    "max_chunks",
+    "prompt_template",
+    "llm_model_id",
+    "fusion",
+    "lexical_weight",
+    "source_base_url",
+)

@@ -153,14 +153,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = _command(
         sub,
         "settings",
-        "show or change a store's settings (relevancy level, thresholds, chunks, prompt, model); "
+        "show or change a store's settings (relevancy level, thresholds, chunks, prompt, model, fusion, links); "
         "calibrate the thresholds from the store's own content",
         "  docqa settings show acme\n"
         "  docqa settings set acme --level 0.7\n"
         "  docqa settings calibrate acme            # report only: predicted answer/refusal rates per level\n"
         "  docqa settings calibrate acme --apply    # store the proposed min/max thresholds (audited)\n"
         "  docqa settings set acme --min-threshold 0.15 --max-threshold 0.65 --max-chunks 5\n"
-        "  docqa settings set acme --prompt-template 'Answer from:\\n{context}\\nQuestion: {question}'",
+        "  docqa settings set acme --prompt-template 'Answer from:\\n{context}\\nQuestion: {question}'\n"
+        "  docqa settings set acme --fusion rrf --lexical-weight 0.3 --source-base-url https://intranet/docs/",
     )
     p.add_argument(
         "action",
@@ -185,6 +186,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--sample", type=int, metavar="N", help="calibrate: documents to draw probes from, 1 to 5000 (default 200)"
     )
+    p.add_argument(
+        "--fusion",
+        metavar="METHOD",
+        help="how vector and BM25 results are merged: rrf, weighted, dense (no BM25) or lexical (BM25 only)",
+    )
+    p.add_argument(
+        "--lexical-weight", metavar="W", help="the BM25 ranking's share in rrf and weighted fusion, in [0, 1]"
+    )
+    url = p.add_mutually_exclusive_group()
+    url.add_argument(
+        "--source-base-url",
+        metavar="URL",
+        help="http(s) URL that indexed paths are joined to for links (no user, query or fragment)",
+    )
+    url.add_argument("--clear-source-base-url", action="store_true", help="remove the store's source base URL")
+    p.add_argument("--json", action="store_true", help="print the settings as one JSON object")
     p.set_defaults(handler=cmd_settings)
 
     p = _command(

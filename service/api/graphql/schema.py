@@ -173,6 +173,9 @@ class StoreSettings:
     llm_model_id: str | None
     documents: int
     chunks: int
+    fusion: str = strawberry.field(description="How vector and BM25 results are merged: rrf, weighted, dense, lexical.")
+    lexical_weight: float = strawberry.field(description="The BM25 ranking's share in rrf and weighted fusion.")
+    source_base_url: str | None = strawberry.field(description="The URL that indexed paths are joined to for links.")
 
     @staticmethod
     def of(summary: StoreSummary) -> StoreSettings:
@@ -189,6 +192,9 @@ class StoreSettings:
             llm_model_id=summary.llm_model_id,
             documents=summary.documents,
             chunks=summary.chunks,
+            fusion=s.fusion,
+            lexical_weight=s.lexical_weight,
+            source_base_url=s.source_base_url,
         )
 
 
@@ -200,6 +206,11 @@ class StoreSettingsInput:
     max_chunks: int | None = None
     prompt_template: str | None = None
     llm_model_id: str | None = None
+    fusion: str | None = strawberry.field(default=None, description="rrf, weighted, dense or lexical.")
+    lexical_weight: float | None = strawberry.field(default=None, description="A finite number in [0, 1].")
+    source_base_url: str | None = strawberry.field(
+        default=None, description='An http(s) URL with no user, query or fragment; "" removes it.'
+    )
 
 
 @strawberry.type(description="One audited query (never its question or any text).")

@@ -18,7 +18,17 @@ from service.api.grpc.context import Services, rpc
 from service.persistence.ports import ADMIN_SOURCE
 from service.security.tokens import require_admin
 
-_SETTINGS = ("level", "min_threshold", "max_threshold", "max_chunks", "prompt_template", "llm_model_id")
+_SETTINGS = (
+    "level",
+    "min_threshold",
+    "max_threshold",
+    "max_chunks",
+    "prompt_template",
+    "llm_model_id",
+    "fusion",
+    "lexical_weight",
+    "source_base_url",
+)
 
 
 def settings_message(services: Services, summary: StoreSummary) -> Any:
@@ -36,6 +46,9 @@ def settings_message(services: Services, summary: StoreSummary) -> Any:
         llm_model_id=summary.llm_model_id or "",
         documents=summary.documents,
         chunks=summary.chunks,
+        fusion=store.fusion,
+        lexical_weight=store.lexical_weight,
+        source_base_url=store.source_base_url or "",
     )
 
 

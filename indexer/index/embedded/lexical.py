@@ -1,0 +1,124 @@
+"""Lexical (BM25) search in the embedded index: SQLite FTS5 ranks, the in-memory filter mask decides.
+
+The filter is applied inside the search, as ``knn`` applies it. When few rows
+pass it (at most a quarter of the store), FTS5 ranks those rows alone (their
+seqs in a temporary table joined to the full-text index), so a caller who may
+read 0.5 % of a store pays for that 0.5 %. Otherwise FTS5 ranks every row that
+holds a word of the question and they are read back in batches, each mapped to
+its in-memory row (a sorted seq → row index kept per row-table state) and kept
+only where the filter's mask allows it. Either way reading stops once ``k``
+rows passed and no later row can tie with the last; rows that fail the filter
+never count toward ``k``, so ``k`` hits come back whenever ``k`` readable rows
+match. The work is bounded: at most ``MAX_QUERY_TERMS`` words
+(``lexical.query_terms``) and ``MAX_RANKED`` ranked rows; FTS5 scores every row
+it ranks before the first comes back, so the cost grows with the readable rows
+that hold a word of the question (``bench/lexical.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import closing
+
+import numpy as np
+
+from acl.errors import IndexUnavailable, InvalidArgument, NotFound
+from indexer.index.embedded.filters import filter_mask
+from indexer.index.embedded.fulltext import match_expression
+from indexer.index.embedded.rows import Mask, Rows, RowTable
+from indexer.index.embedded.sqlite import ChunkTable
+from indexer.index.embedded.store import OpenStore
+from indexer.index.filters import Filter, validate
+from indexer.index.lexical import query_terms
+from indexer.index.port import SearchHit
+
+#: Ranked rows read at most for one search (past them, a narrow filter may get fewer than k).
+MAX_RANKED = 200_000
+#: Up to this many rows, and this share of the live rows, the rows passing the filter are ranked alone.
+AMONG_ROWS = 50_000
+AMONG_SHARE = 0.25
+_RETRIES = 3
+_Ranked = list[tuple[int, int, float]]  # (row, seq, score)
+
+_by_seq: weakref.WeakKeyDictionary[RowTable, tuple[tuple[int, int, int], Rows, Rows]] = weakref.WeakKeyDictionary()
+_by_seq_lock = threading.Lock()
+
+
+def lexical_search(store: OpenStore, store_id: str, text: str, k: int, filter_: Filter | None) -> list[SearchHit]:
+    """The best ``k`` rows of ``store`` for the words of ``text`` among those matching ``filter_``."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidArgument(f"k must be a positive integer, got {k!r}")
+    if filter_ is not None:
+        validate(filter_)
+    match = match_expression(query_terms(text))
+    for _ in range(_RETRIES):
+        store.refresh()
+        with store.lock.read():
+            if store.closed:
+                raise NotFound(f"store {store_id!r} does not exist")
+            rows = store.rows
+            mask = filter_mask(filter_, rows)
+            if not match or not mask.any():
+                return []
+            with store.db_lock:
+                found = _ranked_allowed(store.table, rows, mask, match, k)
+                records = {} if found is None else store.table.fetch([seq for _, seq, _ in found])
+            if found is not None and len(records) == len(found):
+                return [
+                    SearchHit(dataclasses.replace(records[seq], vector=rows.vectors[row].copy()), score)
+                    for row, seq, score in found
+                ]
+        store.stale = True  # the database holds rows the memory does not: another process wrote
+    raise IndexUnavailable("the embedded index kept changing during the search; retry")
+
+
+def _ranked_allowed(table: ChunkTable, rows: RowTable, mask: Mask, match: str, k: int) -> _Ranked | None:
+    """The best ``k`` (row, seq, score) passing ``mask``, ties by chunk id; None when a ranked row is not in
+    memory (the database changed since the rows were loaded)."""
+    seqs_sorted, rows_sorted = _seq_index(rows)
+    allowed = np.flatnonzero(mask)
+    among = None
+    if len(allowed) <= AMONG_ROWS and len(allowed) <= AMONG_SHARE * len(seqs_sorted):
+        among = rows.seqs[allowed].tolist()  # few readable rows: rank those alone
+    with closing(table.ranked(match, MAX_RANKED, among)) as batches:  # its transaction ends here, read or not
+        return _kept(batches, seqs_sorted, rows_sorted, rows, mask, k)
+
+
+def _kept(
+    batches: Iterator[list[tuple[int, float]]], seqs_sorted: Rows, rows_sorted: Rows, rows: RowTable, mask: Mask, k: int
+) -> _Ranked | None:
+    kept: _Ranked = []
+    for batch in batches:
+        seqs = np.fromiter((seq for seq, _ in batch), np.int64, len(batch))
+        at = np.minimum(np.searchsorted(seqs_sorted, seqs), max(len(seqs_sorted) - 1, 0))
+        if len(seqs_sorted) == 0 or not np.array_equal(seqs_sorted[at], seqs):
+            return None
+        found = rows_sorted[at]
+        for (seq, score), row in zip(batch, found.tolist(), strict=True):
+            if len(kept) >= k and score < kept[k - 1][2]:
+                return _by_score_then_id(kept, rows)[:k]
+            if mask[row]:
+                kept.append((row, seq, score))
+    return _by_score_then_id(kept, rows)[:k]
+
+
+def _by_score_then_id(kept: _Ranked, rows: RowTable) -> _Ranked:
+    return sorted(kept, key=lambda item: (-item[2], rows.chunk_ids[item[0]]))
+
+
+def _seq_index(rows: RowTable) -> tuple[Rows, Rows]:
+    """The live rows' seqs, sorted, and their rows: kept while the row table is unchanged."""
+    state = (rows.generation, rows.n, rows.dead)
+    with _by_seq_lock:
+        cached = _by_seq.get(rows)
+    if cached is not None and cached[0] == state:
+        return cached[1], cached[2]
+    live = np.flatnonzero(rows.alive[: rows.n])
+    order = np.argsort(rows.seqs[live], kind="stable")
+    seqs_sorted, rows_sorted = rows.seqs[live][order], live[order]
+    with _by_seq_lock:
+        _by_seq[rows] = (state, seqs_sorted, rows_sorted)
+    return seqs_sorted, rows_sorted

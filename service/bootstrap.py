@@ -205,6 +205,7 @@ class App:
             ),
             link_allowlist=self.settings.generator.link_allowlist,
             reranker=self.reranker,
+            rerank_candidates=self.settings.rerank.candidates,
         )
 
     @property

@@ -126,7 +126,7 @@ class Answering:
             timings_ms=clock.total(),
             generation_error=generation_error,
             documents=group_by_document(chunks, store.source_base_url),
-            warnings=warnings,
+            warnings=(*scope.warnings, *warnings),
         )
         log.info(
             "query %s class=%s store=%s user=%s chunks=%d llm=%s total_ms=%.1f",

@@ -52,3 +52,5 @@ class Scope:
     threshold: float | None
     level: float | None
     one_document: bool
+    #: What the answer should say about how its sources were found (e.g. the reranker was unavailable).
+    warnings: tuple[str, ...] = ()

@@ -27,7 +27,7 @@ from service.query.cancellation import Cancellation
 from service.query.context import QueryContext, Scope
 from service.query.document import document_scope
 from service.query.multi_document import multi_document_scope
-from service.query.retrieval import Retrieval
+from service.query.retrieval import CANDIDATES, Retrieval
 from service.query.vector import vector_scope
 from service.ranking.port import Reranker
 
@@ -51,6 +51,7 @@ class QueryEngine:
         limits: Limits | None = None,
         link_allowlist: Sequence[str] = (),
         reranker: Reranker | None = None,
+        rerank_candidates: int = CANDIDATES,
     ) -> None:
         self._repo = repository
         #: Orders the readable candidates (``service.query.reranking``); None keeps the retrieval order.
@@ -62,6 +63,8 @@ class QueryEngine:
             checker=checker or AccessChecker(repository),
             embedder_for=embedder_for,
             context_tokens=lambda: generator.context_tokens,
+            reranker=reranker,
+            candidates=rerank_candidates,
         )
         self._answering = Answering(generator, link_allowlist)
 

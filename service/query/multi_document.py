@@ -24,7 +24,8 @@ def multi_document_scope(
         candidates = retrieval.candidates(
             ctx, threshold, k, vector, restrict, lambda n: retrieval.index.exact(store_id, vector, n, restrict)
         )
-        return Scope(candidates[:k], threshold, effective, one_document=one)
+        ranked, warning = retrieval.rerank(ctx, vector, candidates)
+        return Scope(ranked[:k], threshold, effective, one_document=one, warnings=(warning,) if warning else ())
     # Whole documents: rank each by its best chunk (one bounded request), send the full text.
     documents = len(set(document_ids))
     best = retrieval.search(

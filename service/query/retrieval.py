@@ -15,6 +15,8 @@ from service.domain.store import Store
 from service.persistence.ports import DocumentCatalog
 from service.query.context import QueryContext
 from service.query.fusion import fuse, runs_dense, runs_lexical
+from service.query.reranking import Reranking
+from service.ranking.port import Reranker
 
 #: Tokens kept free for the template, the question and the answer when a
 #: whole document is sent.
@@ -51,8 +53,12 @@ class Retrieval:
         checker: AccessChecker,
         embedder_for: Callable[[str], Embedder],
         context_tokens: Callable[[], int],
+        reranker: Reranker | None = None,
+        candidates: int = CANDIDATES,
     ) -> None:
         self.index = index
+        self._reranking = Reranking(reranker)
+        self._candidates = candidates
         self._catalog = catalog
         self._checker = checker
         self._embedder_for = embedder_for
@@ -113,7 +119,12 @@ class Retrieval:
             fused = fuse(method, dense_hits, lexical_hits, vector, store.lexical_weight)
             return _Batch(fused, runs_dense(method) and _more(dense_hits, n, threshold), len(lexical_hits) >= n)
 
-        return self._widened(ctx, threshold, max(k, CANDIDATES), batch)
+        return self._widened(ctx, threshold, max(k, self._candidates), batch)
+
+    def rerank(self, ctx: QueryContext, vector: Vector, hits: list[SearchHit]) -> tuple[list[SearchHit], str | None]:
+        """The readable, thresholded candidates in the reranker's order (scores stay the cosines), and a warning
+        when the reranker could not order them (the fused order is kept)."""
+        return self._reranking.rerank(ctx, vector, hits)
 
     def _widened(
         self, ctx: QueryContext, threshold: float | None, k: int, run: Callable[[int], _Batch]

@@ -18,4 +18,5 @@ def vector_scope(retrieval: Retrieval, limits: Limits, ctx: QueryContext, query:
     candidates = retrieval.candidates(
         ctx, threshold, k, vector, allowed, lambda n: retrieval.index.knn(store_id, vector, n, allowed)
     )
-    return Scope(candidates[:k], threshold, effective, one_document=False)
+    ranked, warning = retrieval.rerank(ctx, vector, candidates)
+    return Scope(ranked[:k], threshold, effective, one_document=False, warnings=(warning,) if warning else ())

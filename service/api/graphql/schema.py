@@ -135,6 +135,10 @@ class QueryResult:
     documents: list[SourceDocument] = strawberry.field(
         description="The chunks grouped per document, in the rank order of each document's first chunk."
     )
+    warnings: list[str] = strawberry.field(
+        description="What a reader should know about this answer: citations of sources that do not exist were "
+        "removed, sentences cite no source, the reranker was unavailable (sources in retrieval order)."
+    )
 
     @staticmethod
     def of(answer: Answer) -> QueryResult:
@@ -154,6 +158,7 @@ class QueryResult:
             generation_error=answer.generation_error,
             timings_ms=[Timing(name=k, ms=v) for k, v in answer.timings_ms.items()],
             documents=[SourceDocument.of(d) for d in answer.documents],
+            warnings=list(answer.warnings),
         )
 
 

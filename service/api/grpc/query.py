@@ -83,6 +83,7 @@ def answer_message(services: Services, answer: Answer) -> Any:
         input_tokens=answer.input_tokens,
         output_tokens=answer.output_tokens,
         timings_ms=dict(answer.timings_ms),
+        warnings=list(answer.warnings),
     )
     for name in ("answer", "threshold", "level", "model_id", "generation_error"):
         value = getattr(answer, name)

@@ -50,9 +50,9 @@ class OfflineWeights:
 
     dense: float = 1.0
     heading: float = 0.0
-    overlap: float = 0.2
+    overlap: float = 0.4
     title_overlap: float = 0.1
-    document: float = 0.2
+    document: float = 0.4
     sentence: float = 0.0
 
     def __post_init__(self) -> None:

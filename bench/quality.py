@@ -65,9 +65,9 @@ def prepare(questions: QuestionSet, corpus: Path | None, data_dir: Path) -> Path
     return folder
 
 
-def index(folder: Path, data_dir: Path) -> None:
+def index(folder: Path, data_dir: Path, store: str) -> None:
     command = [sys.executable, "-m", "service.api.cli", "--data-dir", str(data_dir / "data")]
-    command += ["index", str(folder), "--store", STORE, "--progress-every", "60"]
+    command += ["index", str(folder), "--store", store, "--progress-every", "60"]
     env = dict(os.environ)
     env.pop("DOCQA_CONFIG", None)
     started = time.perf_counter()
@@ -80,14 +80,16 @@ def index(folder: Path, data_dir: Path) -> None:
 def variant(app: App, rerank: str) -> App:
     """The same adapters (database, index, embedding model) with another reranker."""
     settings = app.settings.model_copy(update={"rerank": app.settings.rerank.model_copy(update={"kind": rerank})})
-    return dataclasses.replace(app, settings=settings, _engine=None, _embedders=app._embedders)
+    return dataclasses.replace(
+        app, settings=settings, _engine=None, _embedders=app._embedders, _reranker=None, _reranker_ready=False
+    )
 
 
-def run_mode(app: App, questions: QuestionSet, fusion: str | None, rerank: str) -> EvalReport:
+def run_mode(app: App, store: str, questions: QuestionSet, fusion: str | None, rerank: str) -> EvalReport:
     default = app.settings.store_defaults.fusion
-    app.repository.update_store(STORE, fusion=fusion or default)
+    app.repository.update_store(store, fusion=fusion or default)
     engine_app = variant(app, rerank)
-    return evaluate(engine_app.engine, app.repository, Caller(USER), STORE, questions)
+    return evaluate(engine_app.engine, app.repository, Caller(USER), store, questions)
 
 
 def row(label: str, report: EvalReport, base: EvalReport) -> str:
@@ -107,18 +109,22 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=Path.home() / ".cache" / "docqa-bench" / "quality")
     parser.add_argument("--modes", help="comma-separated labels to run (default: all)")
     parser.add_argument("--no-calibrate", action="store_true", help="skip the calibrated run")
+    parser.add_argument("--store", default=STORE, help=f"store id in the data directory (default {STORE})")
+    parser.add_argument("--no-index", action="store_true", help="use the store as it is (already indexed)")
     args = parser.parse_args()
 
     questions = load_questions(args.questions)
     args.data_dir.mkdir(parents=True, exist_ok=True)
-    folder = prepare(questions, args.corpus, args.data_dir)
-    index(folder, args.data_dir)
+    if not args.no_index:
+        index(prepare(questions, args.corpus, args.data_dir), args.data_dir, args.store)
     app = build_app(load_settings(None, data_dir=args.data_dir / "data"))
-    store = app.repository.get_store(STORE)
+    store = app.repository.get_store(args.store)
     assert store is not None
     original = {"fusion": store.fusion, "min_threshold": store.min_threshold, "max_threshold": store.max_threshold}
-    counts = app.index.count(STORE)
-    print(f"{questions.path}: {len(questions.questions)} questions; store {STORE}: {counts} chunks", file=sys.stderr)
+    counts = app.index.count(args.store)
+    print(
+        f"{questions.path}: {len(questions.questions)} questions; store {args.store}: {counts} chunks", file=sys.stderr
+    )
 
     wanted = set(args.modes.split(",")) if args.modes else None
     reports: dict[str, EvalReport] = {}
@@ -126,24 +132,24 @@ def main() -> None:
         for label, fusion, rerank in MODES:
             if wanted and label not in wanted:
                 continue
-            reports[label] = run_mode(app, questions, fusion, rerank)
+            reports[label] = run_mode(app, args.store, questions, fusion, rerank)
             print(f"{label}: done", file=sys.stderr)
         if not args.no_calibrate:
             calibrator = Calibrator(
                 stores=app.repository, catalog=app.repository, index=app.index, embedder_for=app.embedder
             )
-            report = calibrator.run(STORE)
+            report = calibrator.run(args.store)
             scale = report.proposed
             print(
                 f"calibrated: {report.current.minimum:.3f}–{report.current.maximum:.3f} → "
                 f"{scale.minimum:.3f}–{scale.maximum:.3f}",
                 file=sys.stderr,
             )
-            app.repository.update_store(STORE, min_threshold=scale.minimum, max_threshold=scale.maximum)
+            app.repository.update_store(args.store, min_threshold=scale.minimum, max_threshold=scale.maximum)
             calibrated = f"{MODES[-1][0]}, calibrated {scale.minimum:.2f}–{scale.maximum:.2f}"
-            reports[calibrated] = run_mode(app, questions, MODES[-1][1], MODES[-1][2])
+            reports[calibrated] = run_mode(app, args.store, questions, MODES[-1][1], MODES[-1][2])
     finally:
-        app.repository.update_store(STORE, **original)
+        app.repository.update_store(args.store, **original)
 
     base = reports.get("dense") or next(iter(reports.values()))
     print(

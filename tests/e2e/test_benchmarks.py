@@ -118,3 +118,23 @@ def test_lexical_bench_prints_each_caller_and_both_tokenizers(tmp_path: Path) ->
     ).stdout
     assert "3 chunks of 3 pages; 1 questions" in out
     assert "porter unicode61 remove_diacritics 2" in out and "  1.00   1.00   1.00" in out
+
+
+def test_quality_bench_prints_every_mode_side_by_side(tmp_path: Path) -> None:
+    out = bench(
+        "quality.py",
+        "--questions",
+        str(ROOT / "examples" / "acme-questions.yaml"),
+        "--corpus",
+        str(ROOT / "examples" / "acme"),
+        "--data-dir",
+        str(tmp_path),
+    ).stdout
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line]
+    labels = [row.split(" | ")[0].lstrip("| ") for row in rows[1:]]
+    assert labels[:5] == ["dense", "lexical (BM25)", "hybrid rrf", "hybrid weighted", "hybrid + rerank (default)"]
+    assert labels[5].startswith("hybrid + rerank (default), calibrated")
+    assert all(len(row.split(" | ")) == 10 for row in rows)
+    # The bench leaves the store's settings as it found them.
+    reports = sorted((ROOT / "bench" / "results").glob("quality-*.json"))
+    assert json.loads(reports[-1].read_text())["dense"]["summary"]["answerable"] == 4

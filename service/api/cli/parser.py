@@ -201,7 +201,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="http(s) URL that indexed paths are joined to for links (no user, query or fragment)",
     )
     url.add_argument("--clear-source-base-url", action="store_true", help="remove the store's source base URL")
-    p.add_argument("--json", action="store_true", help="print the settings as one JSON object")
     p.set_defaults(handler=cmd_settings)
 
     p = _command(

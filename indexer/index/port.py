@@ -60,9 +60,11 @@ class ChunkRecord:
     start: int
     end: int
     acl: Acl
-    pages: tuple[int, ...] = ()
-    anchor: str = ""
     vector: Vector | None = field(default=None, compare=False, repr=False)
+    #: 1-based PDF pages the chunk's text spans; () when the document has no pages.
+    pages: tuple[int, ...] = ()
+    #: The HTML id of the section the chunk lies in; "" when none.
+    anchor: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -157,7 +157,7 @@ def _run(
         term_found=term_found,
         top_score=max(scores) if scores else None,
         retrieval_ms=retrieved.timings_ms.get("total", 0.0),
-        warnings=tuple(getattr(retrieved, "warnings", ())),
+        warnings=retrieved.warnings,
     )
 
 

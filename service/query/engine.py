@@ -54,8 +54,6 @@ class QueryEngine:
         rerank_candidates: int = CANDIDATES,
     ) -> None:
         self._repo = repository
-        #: Orders the readable candidates (``service.query.reranking``); None keeps the retrieval order.
-        self._reranker = reranker
         self._limits = limits or Limits()
         self._retrieval = Retrieval(
             catalog=repository,

@@ -55,10 +55,3 @@ class Reranking:
             return list(hits), f"{reason}; {FALLBACK}"
         ctx.clock.lap("rerank")
         return order, None
-
-
-def rerank(
-    reranker: Reranker | None, ctx: QueryContext, question_vector: Vector, hits: Sequence[SearchHit]
-) -> tuple[list[SearchHit], str | None]:
-    """``Reranking(reranker).rerank(ctx, question_vector, hits)``."""
-    return Reranking(reranker).rerank(ctx, question_vector, hits)

@@ -17,7 +17,7 @@ from service.bootstrap import build_app
 from service.config import RerankConfig, Settings, load_settings
 from service.domain.store import Store
 from service.query.context import QueryContext
-from service.query.reranking import Reranking, rerank
+from service.query.reranking import Reranking
 from service.ranking.offline import OfflineReranker
 from service.ranking.port import Reranked, Reranker, ranked
 from tests.fakes_service import FakeEmbedder
@@ -95,7 +95,7 @@ def test_the_rerankers_order_with_the_original_cosine_scores_and_a_lap() -> None
 )
 def test_a_reranker_that_fails_leaves_the_retrieval_order_and_a_warning(reranker: Reranker, warning: str) -> None:
     ctx = context()
-    hits, said = rerank(reranker, ctx, VECTOR, HITS)
+    hits, said = Reranking(reranker).rerank(ctx, VECTOR, HITS)
     assert hits == HITS and said == warning
     assert "rerank" in ctx.clock.timings
 
@@ -126,7 +126,7 @@ def test_the_default_is_the_offline_reranker_on_the_configured_embedding_model()
     reranker = app.reranker
     assert isinstance(reranker, OfflineReranker) and reranker.model == "all-MiniLM-L6-v2"
     assert app.reranker is reranker  # built once
-    assert app.engine._reranker is reranker
+    assert app.engine._retrieval._reranking.reranker is reranker
 
 
 def test_kind_none_means_no_reranker_and_a_handed_in_one_wins() -> None:

@@ -158,6 +158,16 @@ class FakeIndex(Index):
             for score, i in scored[:k]
         ]
 
+    def document_chunks(self, store_id: str, document_id: str, filter: Filter) -> list[ChunkRecord]:
+        validate(filter)
+        stored = self._store(store_id)
+        found = [
+            dataclasses.replace(c, vector=self.vectors[store_id][i].astype(np.float32))
+            for i, c in stored.items()
+            if c.document_id == document_id and _matches(filter, c)
+        ]
+        return sorted(found, key=lambda c: (c.ordinal, c.chunk_id))
+
     def count(self, store_id: str, filter: Filter | None = None) -> int:
         if filter is not None:
             validate(filter)

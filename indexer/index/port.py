@@ -141,6 +141,15 @@ class Index(ABC):
         return list(best.values())[:documents]
 
     @abstractmethod
+    def document_chunks(self, store_id: str, document_id: str, filter: Filter) -> list[ChunkRecord]:
+        """Every chunk of ``document_id`` that matches ``filter``, ordered by ordinal (ties by chunk id), each
+        with its L2-normalised float32 ``vector``.
+
+        The caller passes the ACL filter and the document filter itself (defense in depth: the document id
+        alone never selects what ``filter`` does not allow). Reads are bounded per request; a document of any
+        length comes back whole."""
+
+    @abstractmethod
     def count(self, store_id: str, filter: Filter | None = None) -> int:
         """Number of chunks matching ``filter`` (all chunks when ``None``)."""
 

@@ -492,3 +492,54 @@ class IndexContract(LexicalContract):
                 found += len(exact & {h.chunk.chunk_id for h in approximate})
                 total += len(exact)
             assert found / total >= 0.98
+
+    # -- document_chunks: a document's chunks in order, with vectors ---------------------------------
+
+    def test_document_chunks_come_in_ordinal_order_with_their_vectors(self, store: Index) -> None:
+        vectors = random_vectors(14, seed=41)
+        ordinals = [7, 0, 12, 3, 10, 1, 11, 2, 9, 4, 8, 5, 6]  # "a#10" sorts before "a#2" as text: order by number
+        store.upsert(STORE, [chunk("a", o, vectors[o], text=f"chunk {o} of a") for o in ordinals])
+        store.upsert(STORE, [chunk("b", 0, vectors[13])])
+        store.refresh(STORE)
+        got = store.document_chunks(STORE, "a", and_(acl_filter(["group:everyone"]), documents_filter(["a"])))
+        assert [c.ordinal for c in got] == list(range(13))
+        assert [c.text for c in got] == [f"chunk {o} of a" for o in range(13)]
+        for c in got:
+            assert c.vector is not None and c.vector.dtype == np.float32
+            assert float(np.linalg.norm(c.vector)) == pytest.approx(1.0, abs=1e-5)
+            np.testing.assert_allclose(c.vector, unit(vectors[c.ordinal]), atol=1e-5)
+            assert c == chunk("a", c.ordinal, vectors[c.ordinal], text=f"chunk {c.ordinal} of a")
+
+    def test_document_chunks_apply_the_acl_and_never_widen_past_the_document(self, acl_store: Index) -> None:
+        for principals, expected in ((["group:x"], ["a#0", "a#1"]), (["user:bob"], []), (["group:y"], [])):
+            got = acl_store.document_chunks(STORE, "a", and_(acl_filter(principals), documents_filter(["a"])))
+            assert [c.chunk_id for c in got] == expected, principals
+        # "b" denies user:alice even though she is in group:x: deny wins here as in every search.
+        assert acl_store.document_chunks(STORE, "b", acl_filter(["group:x", "user:alice"])) == []
+        # A filter that names other documents (or everything) still yields only the named document's chunks.
+        wide = acl_filter(["group:x", "group:everyone", "user:alice"])
+        assert {c.document_id for c in acl_store.document_chunks(STORE, "c", wide)} == {"c"}
+        assert acl_store.document_chunks(STORE, "a", documents_filter(["c"])) == []
+        assert acl_store.document_chunks(STORE, "nope", wide) == []
+
+    def test_document_chunks_follow_writes(self, store: Index) -> None:
+        vectors = random_vectors(4, seed=42)
+        everyone = acl_filter(["group:everyone"])
+        store.upsert(STORE, [chunk("a", o, vectors[o]) for o in range(4)])
+        store.upsert(STORE, [chunk("a", o, vectors[o], text="new") for o in range(2)])
+        store.refresh(STORE)
+        assert [(c.ordinal, c.text) for c in store.document_chunks(STORE, "a", everyone)] == [(0, "new"), (1, "new")]
+        store.set_document_acl(STORE, "a", Acl.of(["group:new"]))
+        store.refresh(STORE)
+        assert store.document_chunks(STORE, "a", everyone) == []
+        assert len(store.document_chunks(STORE, "a", acl_filter(["group:new"]))) == 2
+        store.delete_document(STORE, "a")
+        store.refresh(STORE)
+        assert store.document_chunks(STORE, "a", acl_filter(["group:new"])) == []
+
+    @pytest.mark.parametrize("bad", BAD_FILTERS[:4])
+    def test_document_chunks_refuse_a_bad_filter_and_an_unknown_store(self, store: Index, bad: Any) -> None:
+        with pytest.raises(InvalidArgument):
+            store.document_chunks(STORE, "a", bad)
+        with pytest.raises(NotFound):
+            store.document_chunks("nope", "a", acl_filter(["group:everyone"]))

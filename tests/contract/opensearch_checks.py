@@ -17,7 +17,7 @@ import pytest
 
 from acl.errors import IndexUnavailable, NotFound
 from acl.model import Acl
-from indexer.index.filters import acl_filter, documents_filter
+from indexer.index.filters import acl_filter, and_, documents_filter
 from indexer.index.opensearch.index import OpenSearchIndex
 from indexer.index.port import StoreSpec
 from tests.contract.index_contract import DIM, STORE, chunk, random_vectors, unit
@@ -136,3 +136,13 @@ class OpenSearchChecks:
         client: Any = index._client
         stored = client.get(index=index.index_name(STORE), id="a#0")["_source"]["embedding"]
         assert np.array_equal(np.asarray(stored, dtype=np.float32), unit(vector).astype(np.float32))
+
+    def test_document_chunks_page_past_the_page_size(self, make_index: MakeIndex) -> None:
+        index = make_index(refresh="false", page_size=3)
+        index.ensure(StoreSpec(STORE, DIM))
+        vectors = random_vectors(11, seed=43)
+        index.upsert(STORE, [chunk("long", o, vectors[o]) for o in range(10)] + [chunk("other", 0, vectors[10])])
+        index.refresh(STORE)
+        got = index.document_chunks(STORE, "long", and_(acl_filter(["group:everyone"]), documents_filter(["long"])))
+        assert [c.ordinal for c in got] == list(range(10))
+        assert all(c.vector is not None for c in got)

@@ -24,6 +24,7 @@ import numpy as np
 
 from acl.errors import IndexUnavailable, InvalidArgument, NotFound
 from acl.model import Acl
+from indexer.index.embedded.chunks import document_chunks
 from indexer.index.embedded.ef_policy import EfPolicy
 from indexer.index.embedded.filters import filter_mask
 from indexer.index.embedded.lexical import lexical_search
@@ -232,6 +233,9 @@ class EmbeddedIndex(Index):
     def lexical(self, store_id: str, text: str, k: int, filter: Filter) -> list[SearchHit]:
         return lexical_search(self._open(store_id), store_id, text, k, filter)
 
+    def document_chunks(self, store_id: str, document_id: str, filter: Filter) -> list[ChunkRecord]:
+        return document_chunks(self._open(store_id), store_id, document_id, filter)
+
     def count(self, store_id: str, filter: Filter | None = None) -> int:
         store = self._open(store_id)
         store.refresh()
@@ -266,13 +270,7 @@ class EmbeddedIndex(Index):
         raise IndexUnavailable("the embedded index kept changing during the search; retry")
 
     def _plan(
-        self,
-        store: OpenStore,
-        rows: RowTable,
-        query: Vector32,
-        k: int,
-        filter_: Filter | None,
-        approximate: bool,
+        self, store: OpenStore, rows: RowTable, query: Vector32, k: int, filter_: Filter | None, approximate: bool
     ) -> _Outcome:
         mask = filter_mask(filter_, rows)
         allowed: Rows = np.flatnonzero(mask)

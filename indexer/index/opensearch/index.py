@@ -84,6 +84,7 @@ from indexer.index.opensearch.requests import (
     count_body,
     delete_actions,
     delete_document_body,
+    document_chunks_body,
     document_id_of_chunk,
     exact_body,
     heads_body,
@@ -494,6 +495,22 @@ class OpenSearchIndex(Index):
         body = best_per_document_body(unit, documents, query)
         page = search_hits(self._search(store_id, f"best chunk per document in {name}", body))
         return _ranked([SearchHit(chunk_from_source(h.source), cosine_from_script_score(h.score)) for h in page])
+
+    def document_chunks(self, store_id: str, document_id: str, filter: Filter) -> list[ChunkRecord]:
+        query = to_query(filter)
+        name = self.index_name(store_id)
+        page_size = max(1, min(self._options.page_size, self._facts_of(store_id).max_result_window))
+        chunks: list[ChunkRecord] = []
+        after: list[Any] | None = None
+        while True:  # bounded pages; each page moves past the last (ordinal, chunk id) seen
+            body = document_chunks_body(document_id, page_size, query, after)
+            page = search_hits(self._search(store_id, f"chunks of a document in {name}", body))
+            chunks.extend(
+                replace(chunk_from_source(h.source), vector=vector_from_source(h.source, VECTOR_FIELD)) for h in page
+            )
+            if len(page) < page_size or page[-1].sort is None:
+                return [c for c in chunks if c.document_id == document_id]
+            after = page[-1].sort
 
     def count(self, store_id: str, filter: Filter | None = None) -> int:
         body = count_body(to_query(filter))

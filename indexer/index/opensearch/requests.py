@@ -186,6 +186,20 @@ def lexical_body(words: str, size: int, filter_query: Query) -> Body:
     }
 
 
+def document_chunks_body(document_id: str, size: int, filter_query: Query, search_after: list[Any] | None = None) -> Body:
+    """One page of a document's chunks in order (ordinal, then chunk id), vectors included: a ``bool`` filter of
+    the caller's filter AND the document id, paged with ``search_after``."""
+    body: Body = {
+        "size": size,
+        "track_total_hits": False,
+        "query": {"bool": {"filter": [filter_query, {"term": {"document_id": document_id}}]}},
+        "sort": [{"ordinal": "asc"}, {"chunk_id": "asc"}],
+    }
+    if search_after is not None:
+        body["search_after"] = search_after
+    return body
+
+
 def count_body(filter_query: Query) -> Body:
     return {"query": filter_query}
 

@@ -16,12 +16,14 @@ from acl.checker import AccessChecker
 from acl.errors import ConfigurationError, InvalidArgument, NotFound, Unavailable
 from indexer.embedder import Embedder
 from indexer.index import Index
+from service.domain.analysis import Comparison, ComparisonRequest, Summary, SummaryRequest
 from service.domain.limits import Limits
 from service.domain.queries import Answer, Caller, DocumentQuery, MultiDocumentQuery, Query, VectorQuery
 from service.domain.store import Store
 from service.domain.threshold import parse_level
 from service.generation.port import Generator
 from service.persistence.ports import SettingsRepository
+from service.query.analysis import Analysis
 from service.query.answering import Answering
 from service.query.cancellation import Cancellation
 from service.query.context import QueryContext, Scope
@@ -65,6 +67,7 @@ class QueryEngine:
             candidates=rerank_candidates,
         )
         self._answering = Answering(generator, link_allowlist)
+        self._analysis = Analysis(self._retrieval, generator, link_allowlist)
 
     def ask(
         self,
@@ -102,6 +105,29 @@ class QueryEngine:
             # The operator's to fix, and it may name a URL, a model or a project: the log gets it, the caller not.
             log.error("store %s: the language model is misconfigured: %s", store.id, exc.message)
             raise Unavailable(LANGUAGE_MODEL_UNAVAILABLE) from None
+
+    def summarize(
+        self,
+        caller: Caller,
+        request: SummaryRequest,
+        on_text: Callable[[str], None] | None = None,
+        cancel: Cancellation | None = None,
+    ) -> Summary:
+        """Summarise a document the caller may read (NotFound otherwise, as for a query); see ``summary``."""
+        store = self._store(request.store_id)
+        return self._analysis.summarize(store, self.principals(caller, store.id), self._limits, request, on_text, cancel)
+
+    def compare(
+        self,
+        caller: Caller,
+        request: ComparisonRequest,
+        on_text: Callable[[str], None] | None = None,
+        cancel: Cancellation | None = None,
+    ) -> Comparison:
+        """Compare 2-5 documents the caller may read (NotFound for the whole request if one is not); see
+        ``comparison``."""
+        store = self._store(request.store_id)
+        return self._analysis.compare(store, self.principals(caller, store.id), self._limits, request, on_text, cancel)
 
     def principals(self, caller: Caller, store_id: str | None = None) -> frozenset[str]:
         """The caller's principal set: user, transitive groups, token groups, everyone.

@@ -155,7 +155,7 @@ def test_only_readable_documents_are_summarised_and_only_their_text_reaches_the_
 
 def test_sections_group_by_heading_and_stay_bounded() -> None:
     world = extractive_world()
-    records = add_sections(world, "many", [(f"S{i}", [f"Text {i} here and more."]) for i in range(30)], Acl.of(["x"]))
+    records = add_sections(world, "many", [(f"S{i}", [f"Text {i} here and more."]) for i in range(30)], Acl.of(["user:x"]))
     assert len(sections(records)) == 30
     assert len(sections(records, limit=7)) <= 7
     assert [c.chunk_id for s in sections(records, limit=7) for c in s.chunks] == [r.chunk_id for r in records]

@@ -79,7 +79,9 @@ class Comparing:
         text = _extractive_text(topics, chunks) if topics else NOTHING_TO_COMPARE
         if topics and not isinstance(self._generator, ExtractiveGenerator):
             prompt_chunks = [
-                ContextChunk(i + 1, c.document_id, f"{c.title}: {' > '.join(c.heading_path)}", c.text, None, c.source_uri)
+                ContextChunk(
+                    i + 1, c.document_id, f"{c.title}: {' > '.join(c.heading_path)}", c.text, None, c.source_uri
+                )
                 for i, c in enumerate(cited)
             ]
             try:

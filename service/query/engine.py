@@ -115,7 +115,9 @@ class QueryEngine:
     ) -> Summary:
         """Summarise a document the caller may read (NotFound otherwise, as for a query); see ``summary``."""
         store = self._store(request.store_id)
-        return self._analysis.summarize(store, self.principals(caller, store.id), self._limits, request, on_text, cancel)
+        return self._analysis.summarize(
+            store, self.principals(caller, store.id), self._limits, request, on_text, cancel
+        )
 
     def compare(
         self,

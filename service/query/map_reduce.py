@@ -89,7 +89,9 @@ class MapReduce:
         parts: list[list[str]] = []
         for chunk in section.chunks:
             candidate = [*parts[-1], chunk.text] if parts else [chunk.text]
-            if parts and self._calls.fits(self._calls.prompt(map_task(length), [self._chunk(1, label, "\n\n".join(candidate))])):
+            if parts and self._calls.fits(
+                self._calls.prompt(map_task(length), [self._chunk(1, label, "\n\n".join(candidate))])
+            ):
                 parts[-1] = candidate
             else:
                 parts.append([chunk.text])
@@ -97,7 +99,7 @@ class MapReduce:
         for part in parts:
             prompt = self._calls.prompt(map_task(length), [self._chunk(1, label, "\n\n".join(part))])
             if not self._calls.fits(prompt):  # one chunk over the window: its start is what fits
-                prompt = self._calls.prompt(map_task(length), [self._chunk(1, label, part[0][: 2000])])
+                prompt = self._calls.prompt(map_task(length), [self._chunk(1, label, part[0][:2000])])
             texts.append(without_citations(self._calls.run(prompt)))
         return " ".join(t for t in texts if t)
 
@@ -116,7 +118,9 @@ class MapReduce:
                 return _to_sections(text, [covered for _, covered in items])
             items = self._batches(items, length)
 
-    def _batches(self, items: list[tuple[str, tuple[int, ...]]], length: SummaryLength) -> list[tuple[str, tuple[int, ...]]]:
+    def _batches(
+        self, items: list[tuple[str, tuple[int, ...]]], length: SummaryLength
+    ) -> list[tuple[str, tuple[int, ...]]]:
         """Consecutive items reduced in batches that fit one prompt (at least two per batch: each round halves)."""
         reduced: list[tuple[str, tuple[int, ...]]] = []
         batch: list[tuple[str, tuple[int, ...]]] = []

@@ -116,7 +116,10 @@ class Summarizing:
             for i, s in enumerate(parts)
         )
         used = tuple(
-            source_chunk(c, ctx.store.source_base_url) for i, s in enumerate(parts) if i + 1 in numbers for c in s.chunks
+            source_chunk(c, ctx.store.source_base_url)
+            for i, s in enumerate(parts)
+            if i + 1 in numbers
+            for c in s.chunks
         )
         return Summary(
             query_id=str(uuid.uuid4()),

@@ -55,7 +55,12 @@ def extractive_world() -> World:
 
 
 def add_sections(
-    world: World, document_id: str, sections: Sequence[tuple[str, Sequence[str]]], acl: Acl, *, index_acl: Acl | None = None
+    world: World,
+    document_id: str,
+    sections: Sequence[tuple[str, Sequence[str]]],
+    acl: Acl,
+    *,
+    index_acl: Acl | None = None,
 ) -> list[ChunkRecord]:
     """Index ``document_id`` as one chunk per paragraph, under its section's heading; record it in the catalog."""
     records: list[ChunkRecord] = []
@@ -86,7 +91,9 @@ def add_sections(
     world.index.upsert(STORE, records)
     text = "\n\n".join(texts)
     world.repo.save_document(
-        DocumentRecord(STORE, document_id, document_id.upper(), f"file:///{document_id}", "h", text, acl, chunk_count=len(records))
+        DocumentRecord(
+            STORE, document_id, document_id.upper(), f"file:///{document_id}", "h", text, acl, chunk_count=len(records)
+        )
     )
     world.docs[document_id] = texts
     return records

@@ -66,7 +66,9 @@ def test_every_chunk_lands_in_one_topic_and_each_entry_is_its_documents_nearest(
 
 def test_statement_prefers_the_sentence_the_other_documents_share() -> None:
     text = "The lobby has a painting on the wall. Employees get twenty vacation days per year."
-    assert statement(text, ["Employees get twenty-five vacation days."]) == "Employees get twenty vacation days per year."
+    assert (
+        statement(text, ["Employees get twenty-five vacation days."]) == "Employees get twenty vacation days per year."
+    )
     assert statement(text, [], "what is on the lobby wall?").startswith("The lobby")
 
 

@@ -61,7 +61,9 @@ def test_an_offline_summary_is_extractive_in_document_order_and_cites_every_sect
 
 def test_a_short_summary_quotes_fewer_sentences_than_a_long_one() -> None:
     world = extractive_world()
-    many = [(f"Part {i}", [f"Rule {i} says badges open door {i}. Door {i} closes at night for rule {i}."]) for i in range(9)]
+    many = [
+        (f"Part {i}", [f"Rule {i} says badges open door {i}. Door {i} closes at night for rule {i}."]) for i in range(9)
+    ]
     add_sections(world, "rules", many, EVERYONE)
     short = world.engine.summarize(ALICE, SummaryRequest(STORE, "rules", SummaryLength.SHORT))
     long = world.engine.summarize(ALICE, SummaryRequest(STORE, "rules", "LONG"))
@@ -139,8 +141,13 @@ def test_only_readable_documents_are_summarised_and_only_their_text_reaches_the_
     world = with_generator(make_world(), generator)
     for i, ok in enumerate(allowed):
         acl = EVERYONE if ok else FINANCE
-        add_sections(world, f"d{i}", [(f"H{i}", [f"Document {i} says topic {i} matters. Topic {i} is long."])], acl,
-                     index_acl=EVERYONE if stale else acl)
+        add_sections(
+            world,
+            f"d{i}",
+            [(f"H{i}", [f"Document {i} says topic {i} matters. Topic {i} is long."])],
+            acl,
+            index_acl=EVERYONE if stale else acl,
+        )
     for i, ok in enumerate(allowed):
         before = len(generator.prompts)
         if not ok:
@@ -155,7 +162,9 @@ def test_only_readable_documents_are_summarised_and_only_their_text_reaches_the_
 
 def test_sections_group_by_heading_and_stay_bounded() -> None:
     world = extractive_world()
-    records = add_sections(world, "many", [(f"S{i}", [f"Text {i} here and more."]) for i in range(30)], Acl.of(["user:x"]))
+    records = add_sections(
+        world, "many", [(f"S{i}", [f"Text {i} here and more."]) for i in range(30)], Acl.of(["user:x"])
+    )
     assert len(sections(records)) == 30
     assert len(sections(records, limit=7)) <= 7
     assert [c.chunk_id for s in sections(records, limit=7) for c in s.chunks] == [r.chunk_id for r in records]

@@ -186,7 +186,9 @@ def lexical_body(words: str, size: int, filter_query: Query) -> Body:
     }
 
 
-def document_chunks_body(document_id: str, size: int, filter_query: Query, search_after: list[Any] | None = None) -> Body:
+def document_chunks_body(
+    document_id: str, size: int, filter_query: Query, search_after: list[Any] | None = None
+) -> Body:
     """One page of a document's chunks in order (ordinal, then chunk id), vectors included: a ``bool`` filter of
     the caller's filter AND the document id, paged with ``search_after``."""
     body: Body = {

@@ -1,0 +1,133 @@
+"""Summaries and comparisons asked through the servers, audited like queries (ids and counts, never text)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TypeVar
+
+from acl.errors import DocQAError
+from service.api.audit import AUDIT_CHUNK_IDS, AUDIT_DOCUMENT_IDS, AuditedQueries, bounded_ids
+from service.api.errors import mapping_for
+from service.domain.analysis import Comparison, ComparisonRequest, Summary, SummaryRequest
+from service.persistence.ports import AuditRecord
+from service.query.cancellation import Cancellation
+from service.security.tokens import Identity
+
+R = TypeVar("R", Summary, Comparison)
+
+
+@dataclass
+class AuditedAnalysis:
+    """The engine's ``summarize`` and ``compare`` for a verified identity, with an audit row and metrics each."""
+
+    queries: AuditedQueries
+
+    def summarize(
+        self,
+        identity: Identity,
+        request: SummaryRequest,
+        interface: str,
+        on_text: Callable[[str], None] | None = None,
+        cancel: Cancellation | None = None,
+    ) -> Summary:
+        return self._audited(
+            identity,
+            "summary",
+            request.store_id,
+            [request.document_id],
+            interface,
+            lambda: self.queries.engine().summarize(identity.caller(), request, on_text, cancel),
+        )
+
+    def compare(
+        self,
+        identity: Identity,
+        request: ComparisonRequest,
+        interface: str,
+        on_text: Callable[[str], None] | None = None,
+        cancel: Cancellation | None = None,
+    ) -> Comparison:
+        ids = list(request.document_ids) if isinstance(request.document_ids, tuple | list) else []
+        return self._audited(
+            identity,
+            "comparison",
+            request.store_id,
+            ids,
+            interface,
+            lambda: self.queries.engine().compare(identity.caller(), request, on_text, cancel),
+        )
+
+    def _audited(
+        self,
+        identity: Identity,
+        name: str,
+        store_id: object,
+        ids: Sequence[object],
+        interface: str,
+        work: Callable[[], R],
+    ) -> R:
+        started = time.perf_counter()
+        documents, document_count = bounded_ids(ids, AUDIT_DOCUMENT_IDS)
+        try:
+            result = work()
+        except DocQAError as exc:
+            self._record(
+                identity, name, store_id, documents, document_count, interface, mapping_for(exc).grpc_status, started
+            )
+            raise
+        except Exception:
+            self._record(identity, name, store_id, documents, document_count, interface, "INTERNAL", started)
+            raise
+        self.queries.metrics.query_latency.labels(name).observe(time.perf_counter() - started)
+        chunks, chunk_count = bounded_ids([c.chunk_id for c in result.sources], AUDIT_CHUNK_IDS)
+        self.queries.repository().record_audit(
+            AuditRecord(
+                query_id=result.query_id,
+                user_id=identity.user_id,
+                store_id=str(store_id)[:63],
+                query_class=name,
+                document_ids=documents,
+                chunk_ids=chunks,
+                threshold=None,
+                timings_ms=dict(result.timings_ms),
+                outcome="OK" if result.generation_error is None else "OK_NO_ANSWER",
+                interface=interface,
+                created_at=datetime.now(UTC),
+                document_count=document_count,
+                chunk_count=chunk_count,
+            )
+        )
+        return result
+
+    def _record(
+        self,
+        identity: Identity,
+        name: str,
+        store_id: object,
+        documents: tuple[str, ...],
+        document_count: int,
+        interface: str,
+        outcome: str,
+        started: float,
+    ) -> None:
+        self.queries.repository().record_audit(
+            AuditRecord(
+                query_id=str(uuid.uuid4()),
+                user_id=identity.user_id,
+                store_id=str(store_id)[:63],
+                query_class=name,
+                document_ids=documents,
+                chunk_ids=(),
+                threshold=None,
+                timings_ms={"total": (time.perf_counter() - started) * 1000},
+                outcome=outcome,
+                interface=interface,
+                created_at=datetime.now(UTC),
+                document_count=document_count,
+                chunk_count=0,
+            )
+        )

@@ -28,7 +28,7 @@ from service.query.cancellation import Cancellation
 from service.query.context import QueryContext
 from service.query.llm_calls import LlmCalls
 from service.query.retrieval import Retrieval
-from service.query.summary import EXTRACTIVE_NOTE, readable_chunks, source_chunk
+from service.query.summary import readable_chunks, source_chunk
 
 log = logging.getLogger("docqa.query")
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from acl.errors import GeneratorUnavailable
 from indexer.index import ChunkRecord, acl_filter, and_, documents_filter
-from service.domain.analysis import SummaryLength, SummarySection, Summary
+from service.domain.analysis import Summary, SummaryLength, SummarySection
 from service.domain.queries import SourceChunk, group_by_document
 from service.domain.source_links import source_link
 from service.generation.extractive import ExtractiveGenerator

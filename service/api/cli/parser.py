@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from service.api.cli.admin import cmd_acl, cmd_db, cmd_groups, cmd_settings, cmd_stores, cmd_token
+from service.api.cli.analysis import add_analysis_commands
 from service.api.cli.doctor import cmd_doctor
 from service.api.cli.evaluate import cmd_eval
 from service.api.cli.queries import cmd_ask, cmd_index, cmd_search
@@ -128,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
                 "--k", type=int, default=10, metavar="N", help="number of chunks, 1 to query.max_k (default 10)"
             )
         p.set_defaults(handler=handler)
+
+    add_analysis_commands(sub, _command)
 
     p = _command(
         sub,

@@ -23,6 +23,13 @@ from service.access.store_summaries import StoreSummaries, StoreSummary, Viewer
 from service.api.audit import AuditedQueries
 from service.api.errors import bounded_message, for_remote_caller, mapping_for, public_message
 from service.api.graphql.access import DocumentAcl, change_member, document_acl, reset_document_acl, set_document_acl
+from service.api.graphql.analysis import (
+    ComparisonResult,
+    SummaryLength,
+    SummaryResult,
+    compare_documents,
+    summarize_document,
+)
 from service.api.graphql.calibration import CalibrationReportType, calibrate_store
 from service.bootstrap import App
 from service.domain.queries import Answer, DocumentQuery, MultiDocumentQuery, SourceChunk, VectorQuery
@@ -316,6 +323,32 @@ class Query:
     ) -> QueryResult:
         query = DocumentQuery(store_id, question, document_id, level, perform_llm_query)
         return await _run(info, "documentQuery", lambda c: _ask(c, query))
+
+    @strawberry.field(
+        description="Summarise a document: whole while it fits the model, else map-reduce over its sections; "
+        "offline an extractive summary (quoted sentences, extractive: true). NOT_FOUND when the caller may not read it."
+    )
+    async def summarize_document(
+        self, info: Info[RequestContext, None], store_id: str, document_id: str, length: SummaryLength | None = None
+    ) -> SummaryResult:
+        return await _run(
+            info,
+            "summarizeDocument",
+            lambda c: summarize_document(c.services.queries, c.identity(), store_id, document_id, length),
+        )
+
+    @strawberry.field(
+        description="Compare 2 to 5 documents by topic (ranked by question when given); every statement cites its "
+        "chunk. NOT_FOUND for the whole request when the caller may not read one of them."
+    )
+    async def compare_documents(
+        self, info: Info[RequestContext, None], store_id: str, document_ids: list[str], question: str | None = None
+    ) -> ComparisonResult:
+        return await _run(
+            info,
+            "compareDocuments",
+            lambda c: compare_documents(c.services.queries, c.identity(), store_id, document_ids, question),
+        )
 
     @strawberry.field(description="The stores where the caller may read a document, with counts of what they may read.")
     async def stores(self, info: Info[RequestContext, None]) -> list[StoreSettings]:

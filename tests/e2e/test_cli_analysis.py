@@ -7,7 +7,10 @@ import re
 import shlex
 from pathlib import Path
 
-from tests.e2e.test_cli import ROOT, corpus, run  # noqa: F401 - corpus is a fixture
+from tests.e2e import test_cli
+from tests.e2e.test_cli import ROOT, run
+
+corpus = test_cli.corpus  # the CLI suite's fixture: a copy of examples/acme
 
 
 def _lines() -> list[list[str]]:

@@ -9,19 +9,15 @@ import pytest
 from acl.errors import NotFound
 from service.domain.analysis import ComparisonRequest, SummaryRequest
 from service.domain.queries import Caller
-from tests.integration.test_watsonx import (  # noqa: F401 - fixtures
-    GENERATION,
-    STREAM,
-    _sdk_environment,
-    certificate,
-    make,
-    server,
-    standin,
-)
+from tests.integration import test_watsonx as _watsonx
 from tests.integration.watsonx_standin import StandIn
 from tests.unit.analysis_world import EVERYONE, FINANCE, add_sections, with_generator
 from tests.unit.engine_world import STORE, make_world
 
+# The watsonx suite's fixtures (stand-in server, TLS certificate, SDK environment), shared rather than copied.
+certificate, server, standin, make = _watsonx.certificate, _watsonx.server, _watsonx.standin, _watsonx.make
+_sdk_environment = _watsonx._sdk_environment
+GENERATION, STREAM = _watsonx.GENERATION, _watsonx.STREAM
 BOB = Caller("bob")
 SECRET = "The merger with Initech closes on the fifth of May for 48 million euros."
 

@@ -136,7 +136,10 @@ METADATA_CASES: list[tuple[Filter, set[str]]] = [
         {"operator": "OR", "conditions": [_f("title", "contains", "guide"), _f("document_id", "glob", "*.md")]},
         {"it/guide.html", "hr/policy.md", "q/what?.md"},
     ),
-    ({"operator": "NOT", "conditions": [_f("modified", ">=", "1970-01-01")]}, {"it/notes.txt", "q/what?.md", "x\\y.txt"}),
+    (
+        {"operator": "NOT", "conditions": [_f("modified", ">=", "1970-01-01")]},
+        {"it/notes.txt", "q/what?.md", "x\\y.txt"},
+    ),
 ]  # fmt: skip
 
 BAD_METADATA_FILTERS: list[Any] = [

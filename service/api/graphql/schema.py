@@ -24,6 +24,7 @@ from service.api.audit import AuditedQueries
 from service.api.errors import bounded_message, for_remote_caller, mapping_for, public_message
 from service.api.graphql.access import DocumentAcl, change_member, document_acl, reset_document_acl, set_document_acl
 from service.api.graphql.calibration import CalibrationReportType, calibrate_store
+from service.api.graphql.filters import QueryFilter, metadata_filter
 from service.bootstrap import App
 from service.domain.queries import Answer, DocumentQuery, MultiDocumentQuery, SourceChunk, VectorQuery
 from service.domain.queries import SourceDocument as SourceDocumentRecord
@@ -286,9 +287,15 @@ class Query:
         level: float | None = None,
         max_chunks: int | None = None,
         perform_llm_query: bool = True,
+        filter: QueryFilter | None = None,
     ) -> QueryResult:
-        query = VectorQuery(store_id, question, level, max_chunks, perform_llm_query)
-        return await _run(info, "vectorQuery", lambda c: _ask(c, query))
+        return await _run(
+            info,
+            "vectorQuery",
+            lambda c: _ask(
+                c, VectorQuery(store_id, question, level, max_chunks, perform_llm_query, metadata_filter(filter))
+            ),
+        )
 
     @strawberry.field(description="A question over chosen documents; maxChunks -1 sends the whole documents.")
     async def multi_document_query(
@@ -300,9 +307,19 @@ class Query:
         level: float | None = None,
         max_chunks: int | None = None,
         perform_llm_query: bool = True,
+        filter: QueryFilter | None = None,
     ) -> QueryResult:
-        query = MultiDocumentQuery(store_id, question, tuple(document_ids), level, max_chunks, perform_llm_query)
-        return await _run(info, "multiDocumentQuery", lambda c: _ask(c, query))
+        ids = tuple(document_ids)
+        return await _run(
+            info,
+            "multiDocumentQuery",
+            lambda c: _ask(
+                c,
+                MultiDocumentQuery(
+                    store_id, question, ids, level, max_chunks, perform_llm_query, metadata_filter(filter)
+                ),
+            ),
+        )
 
     @strawberry.field(description="A question about one document (its whole text while it fits).")
     async def document_query(
@@ -313,9 +330,15 @@ class Query:
         document_id: str,
         level: float | None = None,
         perform_llm_query: bool = True,
+        filter: QueryFilter | None = None,
     ) -> QueryResult:
-        query = DocumentQuery(store_id, question, document_id, level, perform_llm_query)
-        return await _run(info, "documentQuery", lambda c: _ask(c, query))
+        return await _run(
+            info,
+            "documentQuery",
+            lambda c: _ask(
+                c, DocumentQuery(store_id, question, document_id, level, perform_llm_query, metadata_filter(filter))
+            ),
+        )
 
     @strawberry.field(description="The stores where the caller may read a document, with counts of what they may read.")
     async def stores(self, info: Info[RequestContext, None]) -> list[StoreSettings]:

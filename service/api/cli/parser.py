@@ -9,6 +9,7 @@ from typing import Any
 from service.api.cli.admin import cmd_acl, cmd_db, cmd_groups, cmd_settings, cmd_stores, cmd_token
 from service.api.cli.doctor import cmd_doctor
 from service.api.cli.evaluate import cmd_eval
+from service.api.cli.filters import add_filter_options
 from service.api.cli.queries import cmd_ask, cmd_index, cmd_search
 from service.api.cli.serve import cmd_serve
 
@@ -127,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument(
                 "--k", type=int, default=10, metavar="N", help="number of chunks, 1 to query.max_k (default 10)"
             )
+        add_filter_options(p)
         p.set_defaults(handler=handler)
 
     p = _command(

@@ -52,9 +52,9 @@ def _condition(field: str, operator: str, value: Any, rows: RowTable) -> Mask:
     if operator in (">=", "<="):
         column = rows.modified if field == "modified" else rows.indexed_at
         bound = to_millis(parse_instant(value))
-        values = column[: rows.n]
-        within: Mask = (values >= bound) if operator == ">=" else (values <= bound)
-        within &= values != NO_INSTANT
+        instants = column[: rows.n]
+        within: Mask = (instants >= bound) if operator == ">=" else (instants <= bound)
+        within &= instants != NO_INSTANT
         return within
     if operator == "prefix":
         field, values = "document_id", [d for d in rows.postings["document_id"] if d.startswith(value)]

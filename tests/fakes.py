@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import math
 import re
 from collections import Counter
@@ -12,6 +13,8 @@ import numpy as np
 
 from acl.errors import InvalidArgument, NotFound
 from acl.model import Acl
+from indexer.index.attributes import instant as attribute_instant
+from indexer.index.attributes import parse_instant
 from indexer.index.filters import Filter, validate
 from indexer.index.lexical import query_terms
 from indexer.index.port import ChunkRecord, Index, SearchHit, StoreSpec, Vector
@@ -26,12 +29,30 @@ def _matches(filter_: Filter, chunk: ChunkRecord) -> bool:
         return any(_matches(c, chunk) for c in filter_["conditions"])
     if operator == "NOT":
         return not _matches(filter_["conditions"][0], chunk)
-    values = {
-        "document_id": {chunk.document_id},
-        "chunk_id": {chunk.chunk_id},
-        "acl_allow": set(chunk.acl.allow),
-        "acl_deny": set(chunk.acl.deny),
-    }[filter_["field"]]
+    field, value = filter_["field"], filter_["value"]
+    if operator in (">=", "<="):
+        instant = chunk.modified if field == "modified" else chunk.indexed_at
+        if instant is None:
+            return False
+        bound = parse_instant(value)
+        return attribute_instant(instant) >= bound if operator == ">=" else attribute_instant(instant) <= bound
+    if operator == "prefix":
+        return chunk.document_id.startswith(value)
+    if operator == "glob":
+        return fnmatch.fnmatchcase(chunk.document_id, value.replace("[", "[[]"))
+    if operator == "contains":
+        return value.lower() in chunk.title.lower()
+    if field.startswith("metadata."):
+        key = field.removeprefix("metadata.")
+        values = {chunk.metadata[key]} if key in chunk.metadata else set()
+    else:
+        values = {
+            "document_id": {chunk.document_id},
+            "chunk_id": {chunk.chunk_id},
+            "acl_allow": set(chunk.acl.allow),
+            "acl_deny": set(chunk.acl.deny),
+            "content_type": {chunk.content_type},
+        }[field]
     wanted = {filter_["value"]} if operator == "==" else set(filter_["value"])
     hit = not values.isdisjoint(wanted)
     return not hit if operator == "not in" else hit

@@ -11,26 +11,69 @@ or a boolean combination::
     {"operator": "NOT", "conditions": [<filter>]}
 
 Fields are keyword fields of a chunk: ``document_id``, ``chunk_id``,
-``acl_allow`` and ``acl_deny`` (the last two are multi-valued). Operators on a
-field: ``==`` (value is a string) and ``in`` / ``not in`` (value is a list of
-strings). On a multi-valued field ``in`` means "any of the chunk's values is in
-the list" and ``not in`` means "none is". Each adapter translates this in
-exactly one module; the query engine always ANDs the caller's ACL filter in
-itself, so a run-time filter can never replace it.
+``acl_allow`` and ``acl_deny`` (the last two are multi-valued), ``content_type``
+and ``metadata.<key>`` (a custom metadata key, ``indexer.index.attributes``).
+Operators on a keyword field: ``==`` (value is a string) and ``in`` / ``not in``
+(value is a list of strings). On a multi-valued field ``in`` means "any of the
+chunk's values is in the list" and ``not in`` means "none is"; a chunk without
+the key has no value (``in`` fails, ``not in`` holds).
+
+Metadata operators, each on its one field (value a non-empty string):
+
+- ``{"field": "document_id", "operator": "prefix", "value": "hr/"}``: the id starts with it;
+- ``{"field": "document_id", "operator": "glob", "value": "hr/*.pdf"}``: the whole id matches
+  the pattern, where ``*`` is any run of characters (``/`` included) and ``?`` any one
+  character; every other character is itself;
+- ``{"field": "title", "operator": "contains", "value": "Policy"}``: the title holds it,
+  ignoring case (both sides ``fold``-ed);
+- ``{"field": "modified" | "indexed_at", "operator": ">=" | "<=", "value": "2024-05-01T00:00:00Z"}``:
+  the instant (ISO-8601 with an offset, compared at millisecond precision) is at or after /
+  at or before the bound; a chunk without the instant matches neither.
+
+Each adapter translates this in exactly one module; the query engine always
+ANDs the caller's ACL filter in itself, so a run-time filter can never replace it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from acl.errors import InvalidArgument
+from indexer.index.attributes import METADATA_KEY, parse_instant
 
 Filter = dict[str, Any]
 
-FIELDS = frozenset({"document_id", "chunk_id", "acl_allow", "acl_deny"})
-FIELD_OPERATORS = frozenset({"==", "in", "not in"})
+KEYWORD_FIELDS = frozenset({"document_id", "chunk_id", "acl_allow", "acl_deny", "content_type"})
+DATE_FIELDS = frozenset({"modified", "indexed_at"})
+FIELDS = KEYWORD_FIELDS | DATE_FIELDS | {"title"}
+#: A custom metadata key is the field ``metadata.<key>``.
+METADATA_PREFIX = "metadata."
+KEYWORD_OPERATORS = frozenset({"==", "in", "not in"})
+#: Operators that apply to one field only.
+FIELD_OF_OPERATOR = {"prefix": "document_id", "glob": "document_id", "contains": "title"}
+RANGE_OPERATORS = frozenset({">=", "<="})
+FIELD_OPERATORS = KEYWORD_OPERATORS | RANGE_OPERATORS | set(FIELD_OF_OPERATOR)
 BOOL_OPERATORS = frozenset({"AND", "OR", "NOT"})
+#: The longest prefix, glob or ``contains`` text a filter may hold.
+MAX_PATTERN_CHARS = 256
+
+
+def fold(text: str) -> str:
+    """Text as ``contains`` compares it: lower-cased (the same on every adapter)."""
+    return text.lower()
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """The regular expression that matches exactly the ids ``pattern`` (``*``, ``?``) matches."""
+    parts = [".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern]
+    return re.compile("".join(parts), re.DOTALL)
+
+
+def metadata_field(key: str) -> str:
+    """The filter field of custom metadata ``key``."""
+    return METADATA_PREFIX + key
 
 
 def acl_filter(principals: Iterable[str]) -> Filter:
@@ -64,16 +107,7 @@ def validate(filter_: Filter) -> Filter:
         raise InvalidArgument(f"filter must be an object, got {type(filter_).__name__}")
     op = filter_.get("operator")
     if "field" in filter_:
-        if filter_["field"] not in FIELDS:
-            raise InvalidArgument(f"unknown filter field {filter_['field']!r}")
-        if op not in FIELD_OPERATORS:
-            raise InvalidArgument(f"unknown field operator {op!r}")
-        value = filter_.get("value")
-        if op == "==":
-            if not isinstance(value, str):
-                raise InvalidArgument("'==' needs a string value")
-        elif not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise InvalidArgument(f"{op!r} needs a list of strings")
+        _validate_condition(filter_["field"], op, filter_.get("value"))
         return filter_
     if op not in BOOL_OPERATORS:
         raise InvalidArgument(f"unknown boolean operator {op!r}")
@@ -85,3 +119,33 @@ def validate(filter_: Filter) -> Filter:
     for condition in conditions:
         validate(condition)
     return filter_
+
+
+def _validate_condition(field: Any, op: Any, value: Any) -> None:
+    is_metadata = isinstance(field, str) and field.startswith(METADATA_PREFIX)
+    if is_metadata and METADATA_KEY.fullmatch(field[len(METADATA_PREFIX) :]) is None:
+        raise InvalidArgument(f"filter field {field!r} names no valid metadata key")
+    if not is_metadata and (not isinstance(field, str) or field not in FIELDS):
+        raise InvalidArgument(f"unknown filter field {field!r}")
+    if not isinstance(op, str) or op not in FIELD_OPERATORS:
+        raise InvalidArgument(f"unknown field operator {op!r}")
+    if op in KEYWORD_OPERATORS:
+        if not is_metadata and field not in KEYWORD_FIELDS:
+            raise InvalidArgument(f"{op!r} does not apply to field {field!r}")
+        if op == "==":
+            if not isinstance(value, str):
+                raise InvalidArgument("'==' needs a string value")
+        elif not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InvalidArgument(f"{op!r} needs a list of strings")
+        return
+    if op in RANGE_OPERATORS:
+        if field not in DATE_FIELDS:
+            raise InvalidArgument(f"{op!r} applies to {sorted(DATE_FIELDS)} only, not {field!r}")
+        parse_instant(value, f"{field} bound")
+        return
+    if field != FIELD_OF_OPERATOR[op]:
+        raise InvalidArgument(f"{op!r} applies to field {FIELD_OF_OPERATOR[op]!r} only, not {field!r}")
+    if not isinstance(value, str) or not value:
+        raise InvalidArgument(f"{op!r} needs a non-empty string")
+    if len(value) > MAX_PATTERN_CHARS:
+        raise InvalidArgument(f"{op!r} value is longer than {MAX_PATTERN_CHARS} characters")

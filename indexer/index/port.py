@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 import numpy.typing as npt
 
 from acl.errors import IndexUnavailable, InvalidArgument
 from acl.model import Acl
+from indexer.index.attributes import EMPTY_METADATA
 from indexer.index.filters import Filter
 
 Vector = npt.NDArray[np.float32]
@@ -48,6 +50,13 @@ class ChunkRecord:
     ``pages`` are the 1-based PDF pages the chunk's text spans (``()`` when
     the document has no pages); ``anchor`` is the HTML ``id`` of the section
     or heading the chunk lies in (``""`` when none).
+
+    The last four are what metadata filters read (``indexer.index.filters``):
+    ``content_type`` is the document's media type (``""``: unknown);
+    ``modified`` its modification time (a file's mtime, or what a push gave;
+    None: unknown) and ``indexed_at`` when the chunk was written, both UTC at
+    millisecond precision (``attributes.instant``); ``metadata`` the custom
+    metadata the indexing API set, an immutable map (``attributes.frozen_metadata``).
     """
 
     chunk_id: str
@@ -65,6 +74,10 @@ class ChunkRecord:
     pages: tuple[int, ...] = ()
     #: The HTML id of the section the chunk lies in; "" when none.
     anchor: str = ""
+    content_type: str = ""
+    modified: datetime | None = None
+    indexed_at: datetime | None = None
+    metadata: Mapping[str, str] = field(default_factory=lambda: EMPTY_METADATA, hash=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,10 +10,12 @@ is embedded twice for an unchanged file.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -23,9 +25,10 @@ from indexer.chunker import Chunker
 from indexer.documents import DocumentRecord, LoadedDocument, validate_title
 from indexer.embedder import Embedder
 from indexer.index import ChunkRecord, Index
+from indexer.index.attributes import EMPTY_METADATA, frozen_metadata, instant, iso
 from indexer.index.port import DocumentsRejected
 from indexer.ingest.manifest import MANIFEST_NAME, load_manifest
-from indexer.ingest.safe_scan import ScanResult, read_inside, scan_folder
+from indexer.ingest.safe_scan import ScanResult, modified_inside, read_inside, scan_folder
 from indexer.loaders import SUPPORTED_SUFFIXES, content_type_for, load_bytes
 from indexer.source_uris import validate_source_uri
 
@@ -94,6 +97,31 @@ class IndexReport:
         return not self.failed or bool(self.indexed or self.unchanged or self.acl_updated)
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentFacts:
+    """What the index keeps of a document besides its text, for metadata filters: its media type, when it
+    was modified (a file's mtime, or what a push gave) and the custom metadata a push set."""
+
+    content_type: str = ""
+    modified: datetime | None = None
+    metadata: Mapping[str, str] = field(default_factory=lambda: EMPTY_METADATA)
+
+    @classmethod
+    def of(cls, content_type: str, modified: datetime | None, metadata: Mapping[str, str] | None) -> DocumentFacts:
+        """Validated facts (InvalidArgument for a bad metadata key or value, or a date without a zone)."""
+        media_type = content_type.split(";", 1)[0].strip().lower()
+        return cls(media_type, None if modified is None else instant(modified), frozen_metadata(metadata))
+
+    def digest(self, data: bytes) -> str:
+        """The document's content hash: of its bytes and these facts, so that a change of either alone
+        re-indexes it (and an unchanged document is left alone)."""
+        facts = {"content_type": self.content_type, "metadata": dict(self.metadata)}
+        facts["modified"] = None if self.modified is None else iso(self.modified)  # type: ignore[assignment]
+        return hashlib.sha256(
+            hashlib.sha256(data).digest() + json.dumps(facts, sort_keys=True).encode("utf-8")
+        ).hexdigest()
+
+
 @dataclass(slots=True)
 class _Pending:
     document_id: str
@@ -131,8 +159,16 @@ class Ingestor:
     """Indexes documents of one store into an index and records them in a catalog."""
 
     def __init__(
-        self, *, index: Index, catalog: Catalog, access: AccessRecorder, embedder: Embedder, store_id: str
+        self,
+        *,
+        index: Index,
+        catalog: Catalog,
+        access: AccessRecorder,
+        embedder: Embedder,
+        store_id: str,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
+        self._clock = clock
         self._index = index
         self._catalog = catalog
         self._access = access
@@ -200,11 +236,12 @@ class Ingestor:
         if on_total:
             on_total(len(found.files))
         seen: set[str] = set()
-        work: list[tuple[str, Acl]] = []
+        work: list[tuple[str, Acl, DocumentFacts]] = []
         for document_id in found.files:
             seen.add(document_id)
             try:
-                digest = content_hash(read_inside(root, document_id))
+                facts = DocumentFacts.of(content_type_for(document_id) or "", modified_inside(root, document_id), None)
+                digest = facts.digest(read_inside(root, document_id))
             except UnsafePath as exc:
                 report.refused[document_id] = _reason(exc, document_id)
                 seen.discard(document_id)
@@ -229,17 +266,18 @@ class Ingestor:
                 if progress:
                     progress(1)
                 continue
-            work.append((document_id, acl))
+            work.append((document_id, acl, facts))
         for document_id in sorted(set(known) - seen):
             self.delete(document_id)
             report.removed.append(document_id)
 
         def loaded() -> Iterator[_Pending]:
-            for document_id, acl in work:
+            for document_id, acl, facts in work:
                 path = root / document_id
                 try:
                     # Read again, the same safe way: what is hashed is what is indexed.
                     data = read_inside(root, document_id)
+                    facts = replace(facts, modified=instant(modified_inside(root, document_id)))
                     document = load_bytes(data, content_type_for(path) or "", path.name)
                 except UnsafePath as exc:
                     # Swapped for a link or a special file since the scan.
@@ -255,7 +293,7 @@ class Ingestor:
                     if progress:
                         progress(1)
                     continue
-                yield self._prepare(document_id, content_hash(data), acl, path.as_uri(), document)
+                yield self._prepare(document_id, facts.digest(data), acl, path.as_uri(), document, facts)
 
         for done in self._embed_and_write(loaded(), origin, report, on_chunks):
             if progress:
@@ -296,17 +334,22 @@ class Ingestor:
         title: str | None = None,
         source_uri: str = "",
         origin: str = "api",
+        metadata: Mapping[str, str] | None = None,
+        modified: datetime | None = None,
     ) -> IndexReport:
-        """Index one document given as bytes; unchanged content only updates the ACL.
+        """Index one document given as bytes; unchanged content (bytes, content type, ``metadata`` and
+        ``modified`` alike) only updates the ACL.
 
         ``source_uri`` must be an http(s) URL or empty (``indexer.source_uris``), ``title`` one clean line
-        (``indexer.documents.validate_title``): InvalidArgument, nothing written.
+        (``indexer.documents.validate_title``), ``metadata`` valid custom metadata
+        (``indexer.index.attributes``), ``modified`` a date with a zone: InvalidArgument, nothing written.
         """
         source_uri = validate_source_uri(source_uri)
         if title is not None:
             validate_title(title)
+        facts = DocumentFacts.of(content_type, modified, metadata)
         report = IndexReport()
-        digest = content_hash(data)
+        digest = facts.digest(data)
         existing = self._catalog.get_document(self._store_id, document_id)
         if existing is not None and existing.content_hash == digest:
             if existing.acl != acl:
@@ -318,7 +361,7 @@ class Ingestor:
         document = load_bytes(data, content_type, document_id)
         if title:
             document = LoadedDocument(document.text, title, document.blocks, document.content_type)
-        pending = self._prepare(document_id, digest, acl, source_uri, document)
+        pending = self._prepare(document_id, digest, acl, source_uri, document, facts)
         for _ in self._embed_and_write(iter([pending]), origin, report):
             pass
         return report
@@ -345,8 +388,17 @@ class Ingestor:
             raise
 
     # internals ------------------------------------------------------------------------
-    def _prepare(self, document_id: str, digest: str, acl: Acl, source_uri: str, document: LoadedDocument) -> _Pending:
+    def _prepare(
+        self,
+        document_id: str,
+        digest: str,
+        acl: Acl,
+        source_uri: str,
+        document: LoadedDocument,
+        facts: DocumentFacts,
+    ) -> _Pending:
         drafts = self._chunker.chunk(document)
+        written = instant(self._clock())
         records = [
             ChunkRecord(
                 chunk_id=f"{document_id}#{d.ordinal}",
@@ -361,6 +413,10 @@ class Ingestor:
                 acl=acl,
                 pages=d.pages,
                 anchor=d.anchor,
+                content_type=facts.content_type or document.content_type,
+                modified=facts.modified,
+                indexed_at=written,
+                metadata=facts.metadata,
             )
             for d in drafts
         ]

@@ -19,9 +19,11 @@ import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from acl.errors import LoadError, UnsafePath
+from indexer.index.attributes import from_millis
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat refuses it next.
@@ -210,6 +212,15 @@ def read_inside(root: Path, relative: str, max_bytes: int | None = None, *, allo
         while block := os.read(fd, 1 << 20):
             chunks.append(block)
         return b"".join(chunks)
+
+
+def modified_inside(root: Path, relative: str) -> datetime:
+    """The modification time (UTC) of the regular file ``root/relative``, reached as ``read_inside`` reaches it."""
+    with _opened(root, relative) as fd:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafePath(f"{shown(relative)}: {_kind(info.st_mode)}")
+        return from_millis(info.st_mtime_ns // 1_000_000)
 
 
 def read_file_nofollow(path: Path, max_bytes: int | None = None) -> bytes:

@@ -9,6 +9,7 @@ from typing import Any
 from acl.directory import GroupDirectory, expand_principals
 from acl.model import user_principal
 from indexer.source_uris import shown_source_uri
+from service.domain.filters import MetadataFilter
 from service.domain.source_links import source_link
 
 NO_RELEVANT_DOCUMENT = (
@@ -46,6 +47,8 @@ class VectorQuery:
     level: float | None = None
     max_chunks: int | None = None
     perform_llm_query: bool = True
+    #: Metadata conditions ANDed with the caller's access inside the search.
+    filters: MetadataFilter | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +64,8 @@ class MultiDocumentQuery:
     level: float | None = None
     max_chunks: int | None = None
     perform_llm_query: bool = True
+    #: Metadata conditions: a named document that does not match them gives no chunk.
+    filters: MetadataFilter | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +77,8 @@ class DocumentQuery:
     document_id: str
     level: float | None = None
     perform_llm_query: bool = True
+    #: Metadata conditions: a document that does not match them gives no chunk.
+    filters: MetadataFilter | None = None
 
 
 Query = VectorQuery | MultiDocumentQuery | DocumentQuery

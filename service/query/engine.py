@@ -92,11 +92,12 @@ class QueryEngine:
             scope, name = vector_scope(self._retrieval, self._limits, ctx, query), "vector"
         elif isinstance(query, MultiDocumentQuery):
             ids = self._limits.document_ids(query.document_ids)
-            scope = multi_document_scope(self._retrieval, self._limits, ctx, ids, query.max_chunks)
+            scope = multi_document_scope(self._retrieval, self._limits, ctx, ids, query.max_chunks, query.filters)
             name = "multi_document"
         elif isinstance(query, DocumentQuery):
             [document_id] = self._limits.document_ids([query.document_id])
-            scope, name = document_scope(self._retrieval, self._limits, ctx, document_id), "document"
+            scope = document_scope(self._retrieval, self._limits, ctx, document_id, query.filters)
+            name = "document"
         else:  # pragma: no cover - the type system rules it out
             raise InvalidArgument(f"unknown query class {type(query).__name__}")
         try:

@@ -4,32 +4,39 @@ from __future__ import annotations
 
 from acl.errors import InvalidArgument
 from indexer.index import acl_filter, and_, documents_filter
+from service.domain.filters import MetadataFilter, restrict
 from service.domain.limits import WHOLE_DOCUMENTS, Limits
 from service.query.context import QueryContext, Scope
 from service.query.retrieval import Retrieval
 
 
 def multi_document_scope(
-    retrieval: Retrieval, limits: Limits, ctx: QueryContext, document_ids: list[str], max_chunks: int | None
+    retrieval: Retrieval,
+    limits: Limits,
+    ctx: QueryContext,
+    document_ids: list[str],
+    max_chunks: int | None,
+    filters: MetadataFilter | None = None,
 ) -> Scope:
-    """The top chunks of these documents (NotFound for any the caller may not read), or their whole texts."""
+    """The top chunks of these documents (NotFound for any the caller may not read), or their whole texts;
+    ``filters`` narrow both (a readable document that does not match them simply gives nothing)."""
     k = limits.chunk_count(max_chunks, ctx.store.max_chunks, allow_whole=True)
     retrieval.readable_or_not_found(ctx, document_ids)
     effective, threshold = ctx.thresholds()
     vector = retrieval.embed(ctx)
     store_id = ctx.store.id
-    restrict = and_(acl_filter(ctx.principals), documents_filter(document_ids))
+    within = restrict(and_(acl_filter(ctx.principals), documents_filter(document_ids)), filters)
     one = len(document_ids) == 1
     if k != WHOLE_DOCUMENTS:
         candidates = retrieval.candidates(
-            ctx, threshold, k, vector, restrict, lambda n: retrieval.index.exact(store_id, vector, n, restrict)
+            ctx, threshold, k, vector, within, lambda n: retrieval.index.exact(store_id, vector, n, within)
         )
         ranked, warning = retrieval.rerank(ctx, vector, candidates)
         return Scope(ranked[:k], threshold, effective, one_document=one, warnings=(warning,) if warning else ())
     # Whole documents: rank each by its best chunk (one bounded request), send the full text.
     documents = len(set(document_ids))
     best = retrieval.search(
-        ctx, None, documents, lambda n: retrieval.index.best_per_document(store_id, vector, n, restrict)
+        ctx, None, documents, lambda n: retrieval.index.best_per_document(store_id, vector, n, within)
     )
     ranked = [
         retrieval.whole_document(ctx.store, h.chunk.document_id, h.score)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from indexer.index import acl_filter
+from service.domain.filters import restrict
 from service.domain.limits import Limits
 from service.domain.queries import VectorQuery
 from service.query.context import QueryContext, Scope
@@ -14,7 +15,7 @@ def vector_scope(retrieval: Retrieval, limits: Limits, ctx: QueryContext, query:
     k = limits.chunk_count(query.max_chunks, ctx.store.max_chunks)
     effective, threshold = ctx.thresholds()
     vector = retrieval.embed(ctx)
-    store_id, allowed = ctx.store.id, acl_filter(ctx.principals)
+    store_id, allowed = ctx.store.id, restrict(acl_filter(ctx.principals), query.filters)
     candidates = retrieval.candidates(
         ctx, threshold, k, vector, allowed, lambda n: retrieval.index.knn(store_id, vector, n, allowed)
     )

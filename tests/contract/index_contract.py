@@ -19,6 +19,7 @@ from acl.model import Acl
 from indexer.index.filters import Filter, acl_filter, and_, documents_filter
 from indexer.index.port import ChunkRecord, Index, StoreSpec
 from tests.contract.lexical_contract import LexicalContract
+from tests.contract.metadata_contract import MetadataContract
 
 STORE = "contract"
 DIM = 16
@@ -169,8 +170,9 @@ BAD_FILTERS: list[Any] = [
 ]
 
 
-class IndexContract(LexicalContract):
-    """Tests every ``Index`` adapter must pass (``LexicalContract`` too). Override the ``index`` fixture."""
+class IndexContract(LexicalContract, MetadataContract):
+    """Tests every ``Index`` adapter must pass (``LexicalContract`` and ``MetadataContract`` too). Override the
+    ``index`` fixture."""
 
     @pytest.fixture
     def index(self) -> Iterator[Index]:

@@ -1,7 +1,8 @@
 """The query DSL the fake understands, parsed once per request and run per shard.
 
 Modelled: ``match_all``, ``match_none``, ``term``, ``terms``, ``ids``, ``exists``, ``bool``, ``constant_score``,
-``knn``, ``script_score`` and ``match`` (BM25 on a ``text`` field, ``bm25.py``). The other leaf queries score a
+``knn``, ``script_score``, ``match`` (BM25 on a ``text`` field, ``bm25.py``) and ``prefix``, ``wildcard``, ``range``
+(on keyword and date fields, ``term_level.py``). The other leaf queries score a
 constant 1.0 (times ``boost``). Other query types the server knows answer 400 ``fake_not_modelled_exception``; names
 the server does not know answer its ``parsing_exception``.
 """
@@ -27,7 +28,7 @@ DocKey = tuple[int, int]
 Matches = dict[DocKey, float]
 
 _KNOWN_ELSEWHERE = {
-    "match_phrase", "match_phrase_prefix", "multi_match", "range", "prefix", "wildcard", "regexp",
+    "match_phrase", "match_phrase_prefix", "multi_match", "regexp",
     "fuzzy", "query_string", "simple_query_string", "nested", "function_score", "dis_max", "boosting",
     "has_child", "has_parent", "neural", "hybrid", "more_like_this", "script", "wrapper", "terms_set",
     "intervals", "distance_feature", "rank_feature", "geo_distance", "geo_bounding_box", "match_bool_prefix",
@@ -442,6 +443,24 @@ def _match(body: dict[str, Any], knn_plugin: bool) -> Query:
     return parse_match(body)
 
 
+def _prefix(body: dict[str, Any], knn_plugin: bool) -> Query:
+    from tests.fakes_opensearch.term_level import parse_prefix  # term_level builds on this module
+
+    return parse_prefix(body)
+
+
+def _wildcard(body: dict[str, Any], knn_plugin: bool) -> Query:
+    from tests.fakes_opensearch.term_level import parse_wildcard
+
+    return parse_wildcard(body)
+
+
+def _range(body: dict[str, Any], knn_plugin: bool) -> Query:
+    from tests.fakes_opensearch.term_level import parse_range
+
+    return parse_range(body)
+
+
 def _script_score(body: dict[str, Any], knn_plugin: bool) -> Query:
     _only(body, "script_score", {"query", "script", "min_score", "boost", "_name"})
     if "query" not in body or "script" not in body:
@@ -466,4 +485,7 @@ _PARSERS = {
     "knn": _knn,
     "script_score": _script_score,
     "match": _match,
+    "prefix": _prefix,
+    "wildcard": _wildcard,
+    "range": _range,
 }

@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acl.model import Acl
+from indexer.index.attributes import frozen_metadata
 from indexer.index.embedded.index import EmbeddedIndex
 from indexer.index.filters import acl_filter, and_, documents_filter
 from indexer.index.opensearch.client import connect
@@ -255,28 +257,47 @@ def test_the_adapter_on_the_fake_agrees_with_the_embedded_index(pair: Any, case:
         assert [h.chunk.chunk_id for h in best] == [h.chunk.chunk_id for h in expected]
 
 
-def test_an_index_made_before_pages_and_anchors_keeps_serving_and_gains_them(fake: FakeOpenSearch) -> None:
-    """Mapping version 2 (DocQA before issue 17): searchable as it is; ``ensure`` adds the two fields in place."""
+#: Fields each older mapping version lacks.
+_LACKS = {2: ADDED_FIELDS, 3: ADDED_FIELDS[2:]}
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_an_older_index_keeps_serving_and_gains_the_new_fields(fake: FakeOpenSearch, version: int) -> None:
+    """Mapping version 2 (before issue 17: no pages, anchors) and 3 (before metadata filters): searchable as they
+    are; ``ensure`` adds the missing fields in place, and new chunks carry them and are filtered on them."""
     alias = "docqa-old"
     body = index_body("old", DIM, HnswSettings(), alias=alias)
-    for name in ADDED_FIELDS:
+    for name in _LACKS[version]:
         del body["mappings"]["properties"][name]
-    body["mappings"]["_meta"]["docqa"]["mapping_version"] = 2
-    fake.create_index_as_of(f"{alias}.v2", body, created_version="2.19.1")
+    body["mappings"]["_meta"]["docqa"]["mapping_version"] = version
+    fake.create_index_as_of(f"{alias}.v{version}", body, created_version="2.19.1")
     index = connect(fake.url, options=OpenSearchOptions(refresh="true"))
     old, new = unit(np.eye(DIM)[0]), unit(np.eye(DIM)[1])
     source = chunk_source("old", chunk("a.md", 0, old), old, 1)
-    del source["pages"], source["anchor"]
+    for name in _LACKS[version]:
+        del source[name]
     index._client.index(index=alias, id="a.md#0", body=source, refresh=True)
     (hit,) = index.knn("old", old, 1, acl_filter(["group:everyone"]))
     assert (hit.chunk.chunk_id, hit.chunk.pages, hit.chunk.anchor) == ("a.md#0", (), "")
+    assert (hit.chunk.content_type, hit.chunk.modified, dict(hit.chunk.metadata)) == ("", None, {})
     index.ensure(StoreSpec("old", DIM))
     facts, problems = index.check_store("old", DIM)
-    assert (problems, missing_fields(facts), facts.concrete) == ([], [], f"{alias}.v2")
-    written = dataclasses.replace(chunk("b.pdf", 0, new), pages=(3, 4), anchor="rates")
+    assert (problems, missing_fields(facts), facts.concrete) == ([], [], f"{alias}.v{version}")
+    written = dataclasses.replace(
+        chunk("b.pdf", 0, new),
+        pages=(3, 4),
+        anchor="rates",
+        content_type="application/pdf",
+        modified=datetime(2024, 5, 1, tzinfo=UTC),
+        indexed_at=datetime(2024, 6, 1, 12, 0, 0, 123000, tzinfo=UTC),
+        metadata=frozen_metadata({"dept": "hr"}),
+    )
     index.upsert("old", [written])
     (hit,) = index.exact("old", new, 1, documents_filter(["b.pdf"]))
     assert hit.chunk == written
-    meta = index._client.indices.get_mapping(index=alias)[f"{alias}.v2"]["mappings"]["_meta"]
+    dept = {"field": "metadata.dept", "operator": "==", "value": "hr"}
+    since = {"field": "modified", "operator": ">=", "value": "2024-05-01"}
+    assert [h.chunk.chunk_id for h in index.exact("old", new, 5, and_(dept, since))] == ["b.pdf#0"]
+    meta = index._client.indices.get_mapping(index=alias)[f"{alias}.v{version}"]["mappings"]["_meta"]
     assert meta == {"docqa": {"store_id": "old", "dimension": DIM, "mapping_version": MAPPING_VERSION}}
     index.close()

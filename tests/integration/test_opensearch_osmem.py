@@ -39,7 +39,7 @@ from acl.model import Acl
 from indexer.index.filters import acl_filter, documents_filter
 from indexer.index.opensearch.client import connect
 from indexer.index.opensearch.index import ChunksRejected, OpenSearchIndex, OpenSearchOptions
-from indexer.index.opensearch.mapping import IndexFacts
+from indexer.index.opensearch.mapping import MAPPING_VERSION, IndexFacts
 from indexer.index.port import StoreSpec
 from tests.contract.index_contract import ACL_DOCS, DIM, FILTER_CASES, chunk, random_vectors
 
@@ -97,7 +97,7 @@ def raw(index: OpenSearchIndex) -> Any:
 def test_ensure_creates_the_index_with_its_mapping_once(index: OpenSearchIndex) -> None:
     name = index.index_name(STORE)
     (concrete,) = raw(index).indices.get(index=name)
-    assert concrete == f"{name}.v3"  # the store's name is an alias of the concrete index
+    assert concrete == f"{name}.v{MAPPING_VERSION}"  # the store's name is an alias of the concrete index
     stored = raw(index).indices.get(index=name)[concrete]
     assert name in stored["aliases"]
     vector = stored["mappings"]["properties"]["embedding"]

@@ -23,7 +23,14 @@ from acl.model import Acl
 from indexer.index.filters import acl_filter, and_, documents_filter
 from indexer.index.opensearch.filters import to_query
 from indexer.index.opensearch.index import ChunksRejected, OpenSearchIndex, OpenSearchOptions
-from indexer.index.opensearch.mapping import ADDED_FIELDS, FIELDS, VECTOR_FIELD, HnswSettings, index_body
+from indexer.index.opensearch.mapping import (
+    ADDED_FIELDS,
+    FIELDS,
+    MAPPING_VERSION,
+    VECTOR_FIELD,
+    HnswSettings,
+    index_body,
+)
 from indexer.index.opensearch.requests import (
     EXACT_SCRIPT,
     acl_actions,
@@ -41,6 +48,7 @@ from indexer.index.opensearch.requests import (
 )
 from indexer.index.port import StoreSpec
 from tests.contract.index_contract import FILTER_CASES, chunk, random_vectors, unit
+from tests.contract.metadata_contract import METADATA_CASES
 from tests.unit import opensearch_spec as spec
 
 DIM = 8
@@ -60,6 +68,8 @@ FILTERS = [
     acl_filter([]),
     and_(acl_filter(["group:x"]), documents_filter(["a.md", "b/c.md"])),
     *[case for case, _ in FILTER_CASES],
+    *[case for case, _ in METADATA_CASES],
+    and_(acl_filter(["group:x"]), *[case for case, _ in METADATA_CASES[:20]]),
 ]
 
 
@@ -381,7 +391,9 @@ def test_every_request_the_adapter_sends_matches_the_spec(wire: spec.FakeWire, e
     }
     assert "update_by_query" not in groups  # ACL changes are partial updates by _id (unrefreshed chunks too)
     deleted = [r for r in wire.requests if r.method == "DELETE"]
-    assert [r.path for r in deleted] == ["/docqa-acme.v3"]  # the concrete index: never through the alias
+    assert [r.path for r in deleted] == [
+        f"/docqa-acme.v{MAPPING_VERSION}"
+    ]  # the concrete index: never through the alias
 
 
 def _version_2_index(wire: spec.FakeWire) -> None:
@@ -409,12 +421,13 @@ def test_an_index_from_before_pages_and_anchors_gains_them_in_place(wire: spec.F
     (put,) = [r for r in wire.requests if r.operation.group == "indices.put_mapping"]
     assert put.path == "/docqa-acme.v2/_mapping"  # the concrete index, whose name keeps its version
     assert put.body == {
-        "properties": {"pages": FIELDS["pages"], "anchor": FIELDS["anchor"]},
-        "_meta": {"docqa": {"store_id": "acme", "dimension": DIM, "mapping_version": 3}},
+        "properties": {name: FIELDS[name] for name in ADDED_FIELDS},
+        "_meta": {"docqa": {"store_id": "acme", "dimension": DIM, "mapping_version": MAPPING_VERSION}},
     }
     _check_sent(wire)
     (bulk,) = [r for r in wire.requests if r.operation.group == "bulk"]
     assert bulk.body[1]["pages"] == [2, 3] and bulk.body[1]["anchor"] == ""
+    assert bulk.body[1]["metadata"] == [] and bulk.body[1]["title_folded"] == "title a.pdf"
     index.ensure(StoreSpec("acme", DIM))  # upgraded once: nothing more to add
     assert len([r for r in wire.requests if r.operation.group == "indices.put_mapping"]) == 1
 

@@ -30,7 +30,7 @@ from indexer.index.embedded.filters import filter_mask
 from indexer.index.embedded.lexical import lexical_search
 from indexer.index.embedded.rows import Rows, RowTable
 from indexer.index.embedded.search import Planner, exact_candidates, rank
-from indexer.index.embedded.sqlite import ChunkTable
+from indexer.index.embedded.sqlite import ChunkTable, row_attributes
 from indexer.index.embedded.store import OpenStore
 from indexer.index.filters import Filter, validate
 from indexer.index.port import ChunkRecord, Index, SearchHit, StoreSpec, Vector
@@ -170,6 +170,7 @@ class EmbeddedIndex(Index):
                 [c.acl.allow for c in chunks],
                 [c.acl.deny for c in chunks],
                 vectors,
+                [row_attributes(c) for c in chunks],
             )
 
         self._write(store, lambda t: t.replace_documents(chunks, vectors), apply)
@@ -191,10 +192,10 @@ class EmbeddedIndex(Index):
             old = rows.live_rows_of("document_id", [document_id])
             seqs = rows.seqs[old].tolist()
             ids = [rows.chunk_ids[row] for row in old.tolist()]
-            vectors = rows.vectors[old]
+            vectors, attributes = rows.vectors[old], [rows.attributes[row] for row in old.tolist()]
             rows.tombstone(old)
             count = len(seqs)
-            rows.append(seqs, ids, [document_id] * count, [acl.allow] * count, [acl.deny] * count, vectors)
+            rows.append(seqs, ids, [document_id] * count, [acl.allow] * count, [acl.deny] * count, vectors, attributes)
 
         self._write(store, lambda t: t.set_acl(document_id, acl), apply)
 

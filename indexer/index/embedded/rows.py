@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -18,7 +19,27 @@ import numpy.typing as npt
 Rows = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 
-POSTING_FIELDS = ("document_id", "acl_allow", "acl_deny")
+POSTING_FIELDS = ("document_id", "acl_allow", "acl_deny", "content_type", "title", "metadata")
+#: The value of an instant column for a row without that instant.
+NO_INSTANT = np.iinfo(np.int64).min
+
+
+@dataclass(frozen=True, slots=True)
+class RowAttributes:
+    """What metadata filters read of a row besides its id and ACL (shared by the rows of one document).
+
+    Instants are milliseconds since the epoch (``attributes.to_millis``), None when unknown;
+    ``metadata`` is the custom metadata as ``key=value`` terms (``attributes.metadata_pairs``).
+    """
+
+    title: str = ""
+    content_type: str = ""
+    modified: int | None = None
+    indexed_at: int | None = None
+    metadata: tuple[str, ...] = ()
+
+
+NO_ATTRIBUTES = RowAttributes()
 
 _generations = itertools.count(1)
 
@@ -64,6 +85,10 @@ class RowTable:
         self.chunk_ids: list[str] = []
         self.chunk_rows: dict[str, int] = {}
         self.postings: dict[str, dict[str, IntList]] = {f: {} for f in POSTING_FIELDS}
+        self.attributes: list[RowAttributes] = []
+        #: Per row, milliseconds since the epoch (``NO_INSTANT`` when unknown).
+        self.modified: Rows = np.full(capacity, NO_INSTANT, np.int64)
+        self.indexed_at: Rows = np.full(capacity, NO_INSTANT, np.int64)
 
     @property
     def live(self) -> int:
@@ -78,6 +103,7 @@ class RowTable:
         allows: Sequence[Iterable[str]],
         denies: Sequence[Iterable[str]],
         vectors: npt.NDArray[np.float32],
+        attributes: Sequence[RowAttributes] | None = None,
     ) -> None:
         """Add rows at the end. Chunk ids must not belong to a live row."""
         count = len(seqs)
@@ -89,6 +115,10 @@ class RowTable:
         self.alive[start:stop] = True
         self.seqs[start:stop] = seqs
         self.chunk_ids.extend(chunk_ids)
+        attributes = [NO_ATTRIBUTES] * count if attributes is None else list(attributes)
+        self.attributes.extend(attributes)
+        self.modified[start:stop] = [NO_INSTANT if a.modified is None else a.modified for a in attributes]
+        self.indexed_at[start:stop] = [NO_INSTANT if a.indexed_at is None else a.indexed_at for a in attributes]
         for offset, chunk_id in enumerate(chunk_ids):
             self.chunk_rows[chunk_id] = start + offset
         groups: dict[str, dict[str, list[int]]] = {f: defaultdict(list) for f in POSTING_FIELDS}
@@ -99,6 +129,11 @@ class RowTable:
                 groups["acl_allow"][value].append(row)
             for value in denies[offset]:
                 groups["acl_deny"][value].append(row)
+            attribute = attributes[offset]
+            groups["content_type"][attribute.content_type].append(row)
+            groups["title"][attribute.title].append(row)
+            for value in attribute.metadata:
+                groups["metadata"][value].append(row)
         for field, values in groups.items():
             postings = self.postings[field]
             for value, rows in values.items():
@@ -142,6 +177,9 @@ class RowTable:
         table.alive[:count] = True
         table.seqs[:count] = self.seqs[keep]
         table.chunk_ids = [self.chunk_ids[row] for row in keep.tolist()]
+        table.attributes = [self.attributes[row] for row in keep.tolist()]
+        table.modified[:count] = self.modified[keep]
+        table.indexed_at[:count] = self.indexed_at[keep]
         table.chunk_rows = {chunk_id: row for row, chunk_id in enumerate(table.chunk_ids)}
         remap = np.full(self.n, -1, np.int64)
         remap[keep] = np.arange(count, dtype=np.int64)
@@ -168,3 +206,9 @@ class RowTable:
         seqs = np.zeros(capacity, np.int64)
         seqs[: self.n] = self.seqs[: self.n]
         self.vectors, self.alive, self.seqs = vectors, alive, seqs
+        self.modified, self.indexed_at = (self._grown(column, capacity) for column in (self.modified, self.indexed_at))
+
+    def _grown(self, column: Rows, capacity: int) -> Rows:
+        grown = np.full(capacity, NO_INSTANT, np.int64)
+        grown[: self.n] = column[: self.n]
+        return grown

@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,9 @@ import numpy.typing as npt
 
 from acl.errors import IndexUnavailable, InvalidArgument
 from acl.model import Acl
+from indexer.index.attributes import from_millis, frozen_metadata, metadata_pairs, to_millis
 from indexer.index.embedded.fulltext import ensure_fulltext, ranked
+from indexer.index.embedded.rows import RowAttributes
 from indexer.index.port import ChunkRecord
 from indexer.private_files import private_file
 
@@ -51,11 +54,16 @@ _SCHEMA = (
 _ADDED_COLUMNS = (
     ("pages", "TEXT NOT NULL DEFAULT '[]'"),  # a JSON list of 1-based PDF pages
     ("anchor", "TEXT NOT NULL DEFAULT ''"),
+    # What metadata filters read; rows written before have none (no type, no instants, no metadata).
+    ("content_type", "TEXT NOT NULL DEFAULT ''"),
+    ("modified", "INTEGER"),  # milliseconds since the epoch, UTC
+    ("indexed_at", "INTEGER"),
+    ("metadata", "TEXT NOT NULL DEFAULT '{}'"),  # a JSON object of strings
 )
 
 _META_COLUMNS = (
     "seq, chunk_id, document_id, ordinal, text, title, source_uri, heading_path,"
-    " start_offset, end_offset, acl_allow, acl_deny, pages, anchor"
+    " start_offset, end_offset, acl_allow, acl_deny, pages, anchor, content_type, modified, indexed_at, metadata"
 )
 
 
@@ -69,6 +77,7 @@ class StoredRows:
     allows: list[list[str]]
     denies: list[list[str]]
     vectors: npt.NDArray[np.float32]
+    attributes: list[RowAttributes]
 
 
 def _principals(principals: frozenset[str]) -> str:
@@ -93,12 +102,21 @@ def encode_row(chunk: ChunkRecord, vector: bytes | None) -> tuple[object, ...]:
         _principals(chunk.acl.deny),
         json.dumps(list(chunk.pages)),
         chunk.anchor,
+        chunk.content_type,
+        None if chunk.modified is None else to_millis(chunk.modified),
+        None if chunk.indexed_at is None else to_millis(chunk.indexed_at),
+        json.dumps(dict(chunk.metadata), sort_keys=True),
         vector,
     )
 
 
+def _instant(millis: object) -> datetime | None:
+    return None if millis is None else from_millis(int(str(millis)))
+
+
 def _decode_meta(row: sqlite3.Row | tuple[object, ...]) -> ChunkRecord:
-    (_, chunk_id, document_id, ordinal, text, title, uri, heading, start, end, allow, deny, pages, anchor) = row
+    (_, chunk_id, document_id, ordinal, text, title, uri, heading, start, end, allow, deny, pages, anchor) = row[:14]
+    content_type, modified, indexed_at, metadata = row[14:]
     return ChunkRecord(
         chunk_id=str(chunk_id),
         document_id=str(document_id),
@@ -112,6 +130,10 @@ def _decode_meta(row: sqlite3.Row | tuple[object, ...]) -> ChunkRecord:
         acl=Acl(frozenset(str(allow).split()), frozenset(str(deny).split())),
         pages=tuple(int(page) for page in json.loads(str(pages))),
         anchor=str(anchor),
+        content_type=str(content_type),
+        modified=_instant(modified),
+        indexed_at=_instant(indexed_at),
+        metadata=frozen_metadata(json.loads(str(metadata))),
     )
 
 
@@ -210,19 +232,26 @@ class ChunkTable:
         allows: list[list[str]] = []
         denies: list[list[str]] = []
         blobs: list[bytes] = []
+        attributes: list[RowAttributes] = []
+        shared: dict[tuple[object, ...], RowAttributes] = {}  # one object per document, not per row
         with _transaction(self._conn, "BEGIN"):
             cursor = self._conn.execute(
-                "SELECT seq, chunk_id, document_id, acl_allow, acl_deny, vector FROM chunks ORDER BY seq"
+                "SELECT seq, chunk_id, document_id, acl_allow, acl_deny, vector,"
+                " title, content_type, modified, indexed_at, metadata FROM chunks ORDER BY seq"
             )
-            for seq, chunk_id, document_id, allow, deny, vector in cursor:
+            for seq, chunk_id, document_id, allow, deny, vector, *attribute in cursor:
                 seqs.append(seq)
                 chunk_ids.append(chunk_id)
                 document_ids.append(document_id)
                 allows.append(allow.split())
                 denies.append(deny.split())
                 blobs.append(vector)
+                key = tuple(attribute)
+                if key not in shared:
+                    shared[key] = _row_attributes(*attribute)
+                attributes.append(shared[key])
         matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(-1, self.dimension)
-        return StoredRows(seqs, chunk_ids, document_ids, allows, denies, matrix)
+        return StoredRows(seqs, chunk_ids, document_ids, allows, denies, matrix, attributes)
 
     def replace_documents(self, chunks: Sequence[ChunkRecord], vectors: npt.NDArray[np.float32]) -> list[int]:
         """Make ``chunks`` the complete set of their documents, in one transaction.
@@ -237,8 +266,9 @@ class ChunkTable:
             self._conn.executemany("DELETE FROM chunks WHERE chunk_id = ?", [(c.chunk_id,) for c in chunks])
             self._conn.executemany(
                 "INSERT INTO chunks (chunk_id, document_id, ordinal, text, title, source_uri,"
-                " heading_path, start_offset, end_offset, acl_allow, acl_deny, pages, anchor, vector)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " heading_path, start_offset, end_offset, acl_allow, acl_deny, pages, anchor,"
+                " content_type, modified, indexed_at, metadata, vector)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (encode_row(c, v.tobytes() if self.persistent else None) for c, v in zip(chunks, vectors, strict=True)),
             )
             # AUTOINCREMENT: new seqs are above every seq ever used.
@@ -281,6 +311,24 @@ class ChunkTable:
             if self._data_version() != self._known_version:
                 self._foreign_write_seen = True
             yield
+
+
+def row_attributes(chunk: ChunkRecord) -> RowAttributes:
+    """What the in-memory rows keep of ``chunk`` for metadata filters."""
+    return RowAttributes(
+        title=chunk.title,
+        content_type=chunk.content_type,
+        modified=None if chunk.modified is None else to_millis(chunk.modified),
+        indexed_at=None if chunk.indexed_at is None else to_millis(chunk.indexed_at),
+        metadata=tuple(metadata_pairs(chunk.metadata)),
+    )
+
+
+def _row_attributes(
+    title: str, content_type: str, modified: int | None, indexed_at: int | None, metadata: str
+) -> RowAttributes:
+    pairs = metadata_pairs(json.loads(metadata)) if metadata not in ("", "{}") else []
+    return RowAttributes(str(title), str(content_type), modified, indexed_at, tuple(pairs))
 
 
 def _connect(path: Path | None, *, create: bool) -> sqlite3.Connection:

@@ -24,6 +24,7 @@ def rows_from(stored: StoredRows, dimension: int) -> RowTable:
         stored.allows,
         stored.denies,
         stored.vectors,
+        stored.attributes,
     )
     return rows
 

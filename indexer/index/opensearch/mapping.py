@@ -27,9 +27,10 @@ from acl.errors import InvalidArgument
 
 VECTOR_FIELD = "embedding"
 SPACE_TYPE = "cosinesimil"
-#: Bumped when the mapping changes. Version 3 added ``pages`` and ``anchor``, which ``ensure`` (and the first
-#: write) add to a version 2 index in place (``ADDED_FIELDS``); its concrete name keeps its ``.v2``.
-MAPPING_VERSION = 3
+#: Bumped when the mapping changes. Version 3 added ``pages`` and ``anchor``, version 4 the metadata filter fields
+#: (``content_type``, ``title_folded``, ``modified``, ``indexed_at``, ``metadata``); ``ensure`` (and the first write)
+#: add them to an older index in place (``ADDED_FIELDS``), whose concrete name keeps its ``.v2`` / ``.v3``.
+MAPPING_VERSION = 4
 
 Engine = Literal["faiss", "lucene"]
 
@@ -50,11 +51,20 @@ FIELDS: dict[str, dict[str, Any]] = {
     "chunk_count": {"type": "integer", "index": False, "doc_values": False},
     "pages": {"type": "integer", "index": False, "doc_values": False},
     "anchor": {"type": "keyword", "index": False, "doc_values": False},
+    "content_type": {"type": "keyword"},
+    # The title lower-cased by DocQA (``filters.fold``), for ``contains`` as a wildcard query.
+    "title_folded": {"type": "keyword"},
+    "modified": {"type": "date"},
+    "indexed_at": {"type": "date"},
+    # Custom metadata as ``key=value`` terms (``attributes.metadata_pairs``): one keyword field, however many keys.
+    "metadata": {"type": "keyword"},
 }
 #: Fields added after version 2: an index without them is upgraded with a put-mapping, not refused.
-ADDED_FIELDS = ("pages", "anchor")
+ADDED_FIELDS = ("pages", "anchor", "content_type", "title_folded", "modified", "indexed_at", "metadata")
 #: Fields a query filters on: their type must be exactly keyword.
-FILTER_FIELDS = ("store_id", "document_id", "chunk_id", "acl_allow", "acl_deny")
+FILTER_FIELDS = (
+    "store_id", "document_id", "chunk_id", "acl_allow", "acl_deny", "content_type", "title_folded", "metadata"
+)  # fmt: skip
 
 _INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
@@ -249,7 +259,8 @@ def upgrade_body(facts: IndexFacts) -> dict[str, Any]:
     """The body of ``PUT /<concrete index>/_mapping`` that adds ``missing_fields`` and records this version.
 
     Adding a field to a ``strict`` mapping is allowed; chunks written before
-    simply lack it (read back as no pages, no anchor) until re-indexed.
+    simply lack it (read back as no pages, no anchor, no content type, instants or
+    metadata, so no metadata filter on them matches) until re-indexed.
     """
     body: dict[str, Any] = {"properties": {name: FIELDS[name] for name in missing_fields(facts)}}
     if facts.store_id is not None and facts.dimension is not None:

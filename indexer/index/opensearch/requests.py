@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 
 from acl.model import Acl
+from indexer.index.attributes import iso, metadata_pairs
+from indexer.index.filters import fold
 from indexer.index.opensearch.filters import Query
 from indexer.index.opensearch.mapping import VECTOR_FIELD
 from indexer.index.port import ChunkRecord
@@ -82,6 +84,11 @@ def chunk_source(store_id: str, chunk: ChunkRecord, vector: Any, chunk_count: in
         "chunk_count": chunk_count,
         "pages": list(chunk.pages),
         "anchor": chunk.anchor,
+        "content_type": chunk.content_type,
+        "title_folded": fold(chunk.title),
+        "modified": None if chunk.modified is None else iso(chunk.modified),
+        "indexed_at": None if chunk.indexed_at is None else iso(chunk.indexed_at),
+        "metadata": metadata_pairs(chunk.metadata),
         VECTOR_FIELD: _floats(vector),
     }
 

@@ -11,13 +11,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from acl.errors import IndexUnavailable
+from acl.errors import IndexUnavailable, InvalidArgument
 from acl.model import Acl
+from indexer.index.attributes import pairs_metadata, parse_instant
 from indexer.index.port import ChunkRecord
 
 
@@ -92,9 +94,23 @@ def chunk_from_source(source: Mapping[str, Any]) -> ChunkRecord:
             # Absent from chunks written before mapping version 3: no pages, no anchor.
             pages=tuple(int(p) for p in _as_list(source.get("pages"))),
             anchor=str(source.get("anchor") or ""),
+            # Absent from chunks written before mapping version 4.
+            content_type=str(source.get("content_type") or ""),
+            modified=_instant(source.get("modified")),
+            indexed_at=_instant(source.get("indexed_at")),
+            metadata=pairs_metadata([str(pair) for pair in _as_list(source.get("metadata"))]),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise _unexpected(f"a chunk without a valid {exc.args[0] if exc.args else 'field'}") from None
+
+
+def _instant(value: Any) -> datetime | None:
+    if value in (None, ""):
+        return None
+    try:
+        return parse_instant(str(value), "stored date")
+    except InvalidArgument:
+        raise ValueError("date") from None
 
 
 def vector_from_source(source: Mapping[str, Any], field: str) -> npt.NDArray[np.float32]:

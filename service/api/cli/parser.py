@@ -10,6 +10,7 @@ from service.api.cli.admin import cmd_acl, cmd_db, cmd_groups, cmd_settings, cmd
 from service.api.cli.analysis import add_analysis_commands
 from service.api.cli.doctor import cmd_doctor
 from service.api.cli.evaluate import cmd_eval
+from service.api.cli.filters import add_filter_options
 from service.api.cli.queries import cmd_ask, cmd_index, cmd_search
 from service.api.cli.serve import cmd_serve
 
@@ -128,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument(
                 "--k", type=int, default=10, metavar="N", help="number of chunks, 1 to query.max_k (default 10)"
             )
+        add_filter_options(p)
         p.set_defaults(handler=handler)
 
     add_analysis_commands(sub, _command)

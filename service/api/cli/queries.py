@@ -11,6 +11,7 @@ from typing import Any, TextIO
 
 from acl.errors import InvalidArgument
 from acl.model import user_principal
+from service.api.cli.filters import cli_filter
 
 
 def cmd_index(args: argparse.Namespace, app: Any) -> int:
@@ -103,18 +104,19 @@ def cmd_ask(args: argparse.Namespace, app: Any) -> int:
     if args.max_chunks is not None and args.max_chunks != -1:
         _check_k("--max-chunks", args.max_chunks, app, " (or -1 with --documents for whole documents)")
     query: Any
+    filters = cli_filter(args)
     if args.document is not None and args.documents:
         raise InvalidArgument("use either --document or --documents, not both")
     if args.document is not None:
         if args.max_chunks is not None:
             raise InvalidArgument("--max-chunks does not apply to --document")
-        query = DocumentQuery(args.store, args.question, args.document, args.level, not args.no_llm)
+        query = DocumentQuery(args.store, args.question, args.document, args.level, not args.no_llm, filters)
     elif args.documents:
         query = MultiDocumentQuery(
-            args.store, args.question, tuple(args.documents), args.level, args.max_chunks, not args.no_llm
+            args.store, args.question, tuple(args.documents), args.level, args.max_chunks, not args.no_llm, filters
         )
     else:
-        query = VectorQuery(args.store, args.question, args.level, args.max_chunks, not args.no_llm)
+        query = VectorQuery(args.store, args.question, args.level, args.max_chunks, not args.no_llm, filters)
     answer = app.engine.ask(caller, query)
     if args.json:
         print(json.dumps(answer.to_dict(local=True), ensure_ascii=False))
@@ -139,7 +141,10 @@ def cmd_search(args: argparse.Namespace, app: Any) -> int:
     caller = Caller(args.as_user)
     user_principal(args.as_user)
     _check_k("--k", args.k, app)
-    answer = app.engine.ask(caller, VectorQuery(args.store, args.question, args.level, args.k, perform_llm_query=False))
+    query = VectorQuery(
+        args.store, args.question, args.level, args.k, perform_llm_query=False, filters=cli_filter(args)
+    )
+    answer = app.engine.ask(caller, query)
     if args.json:
         print(json.dumps(answer.to_dict(local=True), ensure_ascii=False))
     else:

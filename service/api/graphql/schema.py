@@ -31,6 +31,7 @@ from service.api.graphql.analysis import (
     summarize_document,
 )
 from service.api.graphql.calibration import CalibrationReportType, calibrate_store
+from service.api.graphql.filters import QueryFilter, metadata_filter
 from service.bootstrap import App
 from service.domain.queries import Answer, DocumentQuery, MultiDocumentQuery, SourceChunk, VectorQuery
 from service.domain.queries import SourceDocument as SourceDocumentRecord
@@ -293,9 +294,15 @@ class Query:
         level: float | None = None,
         max_chunks: int | None = None,
         perform_llm_query: bool = True,
+        filter: QueryFilter | None = None,
     ) -> QueryResult:
-        query = VectorQuery(store_id, question, level, max_chunks, perform_llm_query)
-        return await _run(info, "vectorQuery", lambda c: _ask(c, query))
+        return await _run(
+            info,
+            "vectorQuery",
+            lambda c: _ask(
+                c, VectorQuery(store_id, question, level, max_chunks, perform_llm_query, metadata_filter(filter))
+            ),
+        )
 
     @strawberry.field(description="A question over chosen documents; maxChunks -1 sends the whole documents.")
     async def multi_document_query(
@@ -307,9 +314,19 @@ class Query:
         level: float | None = None,
         max_chunks: int | None = None,
         perform_llm_query: bool = True,
+        filter: QueryFilter | None = None,
     ) -> QueryResult:
-        query = MultiDocumentQuery(store_id, question, tuple(document_ids), level, max_chunks, perform_llm_query)
-        return await _run(info, "multiDocumentQuery", lambda c: _ask(c, query))
+        ids = tuple(document_ids)
+        return await _run(
+            info,
+            "multiDocumentQuery",
+            lambda c: _ask(
+                c,
+                MultiDocumentQuery(
+                    store_id, question, ids, level, max_chunks, perform_llm_query, metadata_filter(filter)
+                ),
+            ),
+        )
 
     @strawberry.field(description="A question about one document (its whole text while it fits).")
     async def document_query(
@@ -320,9 +337,15 @@ class Query:
         document_id: str,
         level: float | None = None,
         perform_llm_query: bool = True,
+        filter: QueryFilter | None = None,
     ) -> QueryResult:
-        query = DocumentQuery(store_id, question, document_id, level, perform_llm_query)
-        return await _run(info, "documentQuery", lambda c: _ask(c, query))
+        return await _run(
+            info,
+            "documentQuery",
+            lambda c: _ask(
+                c, DocumentQuery(store_id, question, document_id, level, perform_llm_query, metadata_filter(filter))
+            ),
+        )
 
     @strawberry.field(
         description="Summarise a document: whole while it fits the model, else map-reduce over its sections; "

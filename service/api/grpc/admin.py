@@ -9,12 +9,14 @@ import grpc
 
 from acl.errors import DocQAError, InvalidArgument
 from acl.model import Acl
+from indexer.index.attributes import frozen_metadata
 from service.access.state import AclView
 from service.access.store_summaries import StoreSummaries, StoreSummary, Viewer
 from service.api.calibration import calibrate
 from service.api.errors import for_remote_caller, mapping_for, public_message
 from service.api.grpc.calibration import calibration_message
 from service.api.grpc.context import Services, rpc
+from service.api.grpc.filters import pushed_modified
 from service.persistence.ports import ADMIN_SOURCE
 from service.security.tokens import require_admin
 
@@ -175,6 +177,8 @@ class IndexingServicer:
         if not request.HasField("acl"):
             raise InvalidArgument("acl is required (principals that may read the document)")
         acl = _acl(request.acl)
+        # Checked before the store is created: bad metadata changes nothing.
+        metadata, modified = frozen_metadata(dict(request.metadata)), pushed_modified(request)
         # A store is created only on request: a mistyped store id is NOT_FOUND.
         report = self.services.app.ingestor(request.store_id, create=request.create_store).upsert_bytes(
             request.document_id,
@@ -183,6 +187,8 @@ class IndexingServicer:
             acl=acl,
             title=request.title or None,
             source_uri=request.source_uri,
+            metadata=metadata,
+            modified=modified,
         )
         outcome = "indexed" if report.indexed else "acl_updated" if report.acl_updated else "unchanged"
         return self.services.stubs.indexing.UpsertDocumentResponse(

@@ -10,6 +10,7 @@ import grpc
 
 from acl.errors import InvalidArgument
 from service.api.grpc.context import Services, check_deadline, rpc
+from service.api.grpc.filters import query_filter
 from service.api.grpc.streaming import streamed_answer
 from service.domain.queries import (
     Answer,
@@ -35,7 +36,12 @@ def _llm(request: Any) -> bool:
 
 def vector_query(request: Any) -> VectorQuery:
     return VectorQuery(
-        request.store_id, request.question, _opt(request, "level"), _opt(request, "max_chunks"), _llm(request)
+        request.store_id,
+        request.question,
+        _opt(request, "level"),
+        _opt(request, "max_chunks"),
+        _llm(request),
+        query_filter(request),
     )
 
 
@@ -49,13 +55,21 @@ def multi_document_query(request: Any) -> MultiDocumentQuery:
         _opt(request, "level"),
         _opt(request, "max_chunks"),
         _llm(request),
+        query_filter(request),
     )
 
 
 def document_query(request: Any) -> DocumentQuery:
     if not request.document_id:
         raise InvalidArgument("document_id is required")
-    return DocumentQuery(request.store_id, request.question, request.document_id, _opt(request, "level"), _llm(request))
+    return DocumentQuery(
+        request.store_id,
+        request.question,
+        request.document_id,
+        _opt(request, "level"),
+        _llm(request),
+        query_filter(request),
+    )
 
 
 def chunk_message(services: Services, chunk: SourceChunk) -> Any:

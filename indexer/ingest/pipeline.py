@@ -113,8 +113,11 @@ class DocumentFacts:
         return cls(media_type, None if modified is None else instant(modified), frozen_metadata(metadata))
 
     def digest(self, data: bytes) -> str:
-        """The document's content hash: of its bytes and these facts, so that a change of either alone
-        re-indexes it (and an unchanged document is left alone)."""
+        """The document's content hash: of its bytes alone when a push set no metadata and no modified date
+        (the hash of every earlier release, so upgrading re-embeds nothing), else of its bytes and these
+        facts, so that a change of either alone re-indexes it (and an unchanged document is left alone)."""
+        if not self.metadata and self.modified is None:
+            return content_hash(data)
         facts = {"content_type": self.content_type, "metadata": dict(self.metadata)}
         facts["modified"] = None if self.modified is None else iso(self.modified)  # type: ignore[assignment]
         return hashlib.sha256(
@@ -240,7 +243,8 @@ class Ingestor:
         for document_id in found.files:
             seen.add(document_id)
             try:
-                facts = DocumentFacts.of(content_type_for(document_id) or "", modified_inside(root, document_id), None)
+                # A file's mtime is recorded, not hashed: touching a file (a checkout, a copy) re-embeds nothing.
+                facts = DocumentFacts.of(content_type_for(document_id) or "", None, None)
                 digest = facts.digest(read_inside(root, document_id))
             except UnsafePath as exc:
                 report.refused[document_id] = _reason(exc, document_id)
@@ -277,6 +281,7 @@ class Ingestor:
                 try:
                     # Read again, the same safe way: what is hashed is what is indexed.
                     data = read_inside(root, document_id)
+                    digest = facts.digest(data)  # before the mtime joins the facts: it is recorded, not hashed
                     facts = replace(facts, modified=instant(modified_inside(root, document_id)))
                     document = load_bytes(data, content_type_for(path) or "", path.name)
                 except UnsafePath as exc:
@@ -293,7 +298,7 @@ class Ingestor:
                     if progress:
                         progress(1)
                     continue
-                yield self._prepare(document_id, facts.digest(data), acl, path.as_uri(), document, facts)
+                yield self._prepare(document_id, digest, acl, path.as_uri(), document, facts)
 
         for done in self._embed_and_write(loaded(), origin, report, on_chunks):
             if progress:

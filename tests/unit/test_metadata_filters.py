@@ -185,7 +185,11 @@ def test_a_folder_scan_records_each_files_mtime_and_content_type(
     before = embedder.embedded
     assert ingestor.index_folder(root).unchanged == ["hr/leave.md", "page.html"]
     assert embedder.embedded == before
-    os.utime(root / "hr" / "leave.md", ns=(0, 1_717_200_000_000_000_000))  # touched: a new modified date
+    os.utime(root / "hr" / "leave.md", ns=(0, 1_717_200_000_000_000_000))  # only touched: nothing re-embedded
+    assert ingestor.index_folder(root).unchanged == ["hr/leave.md", "page.html"]
+    assert embedder.embedded == before
+    (root / "hr" / "leave.md").write_text("# Leave\n\nThirty days.\n")  # changed: its new mtime is recorded
+    os.utime(root / "hr" / "leave.md", ns=(0, 1_717_200_000_000_000_000))
     again = ingestor.index_folder(root)
     assert again.indexed == ["hr/leave.md"]
     (leave,) = _chunks(index, "hr/leave.md")

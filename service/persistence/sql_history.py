@@ -205,4 +205,4 @@ class SqlHistoryRepository(HistoryRepository):
             query = query.where(_after(FeedbackRow.created_at, FeedbackRow.query_id, after))
         query = query.order_by(FeedbackRow.created_at.desc(), FeedbackRow.query_id.desc()).limit(first)
         with self._session() as s:
-            return [(_feedback(f), _entry(h)) for f, h in s.execute(query).tuples()]
+            return [(_feedback(f), _entry(h)) for f, h in s.execute(query).all()]

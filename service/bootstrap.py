@@ -30,9 +30,7 @@ if TYPE_CHECKING:
     from service.access.admin import Admin
     from service.access.state import AccessState
     from service.generation.port import Generator
-    from service.history.conversations import Conversations
     from service.history.service import HistoryService
-    from service.persistence.history_ports import HistoryRepository
     from service.persistence.ports import SettingsRepository
     from service.query.engine import QueryEngine
     from service.ranking.port import Reranker
@@ -57,7 +55,6 @@ class App:
     _generator_checked: tuple[float, list[str]] | None = None
     _reranker: Reranker | None = None
     _reranker_ready: bool = False  # built (or handed in); None then means rerank.kind none
-    _history: HistoryRepository | None = None
 
     @property
     def repository(self) -> SettingsRepository:
@@ -191,59 +188,21 @@ class App:
             return self._engine
 
     @property
-    def history_repository(self) -> HistoryRepository:
-        """Users' history and ratings, in the settings database (the same engine, the same migrations)."""
-        with self._lock:
-            if self._history is None:
-                from service.persistence.sql_history import SqlHistoryRepository
-
-                engine = getattr(self.repository, "engine", None)
-                if engine is None:
-                    raise ConfigurationError("the settings repository handed in keeps no SQL history")
-                self._history = SqlHistoryRepository(engine)
-            return self._history
-
-    def _recheck(self) -> Any:
-        from acl.checker import AccessChecker
-        from service.history.recheck import Recheck
-
-        return Recheck(self.repository, AccessChecker(self.repository))
-
-    def conversations(self) -> Conversations:
-        """Queries as turns of their users' conversations, kept in their history (``service.history``)."""
-        from service.history.conversations import Conversations
-        from service.history.rewrite import CondensingRewriter, OfflineRewriter
-
-        settings = self.settings
-        watsonx = settings.generator.backend == "watsonx"
-        rewriter = CondensingRewriter(self.generator, settings.query.max_question_chars) if watsonx else OfflineRewriter()
-        return Conversations(
-            self.history_repository,
-            self._recheck(),
-            rewriter,
-            turns=settings.history.turns,
-            max_question_chars=settings.query.max_question_chars,
-        )
-
-    @property
     def history(self) -> HistoryService:
-        """Users' history and ratings as the interfaces serve them (re-checked on every read)."""
-        from service.history.service import HistoryService
+        """Users' history and ratings (tables of the settings database), re-checked on every read."""
+        from service.history.build import build_history
 
-        return HistoryService(
-            self.history_repository, self._recheck(), self.repository, retention_days=self.settings.history.retention_days
-        )
+        return build_history(self.settings, self.repository)
 
     @property
     def one_shot_engine(self) -> QueryEngine:
-        """A query engine that keeps no history and knows no conversation (``docqa eval``, benchmarks)."""
-        from acl.checker import AccessChecker
+        """A query engine that keeps no history (``docqa eval``, benchmarks)."""
+        return self._make_engine(self.index, None, history=False)
 
-        return self._make_engine(self.index, AccessChecker(self.repository), history=False)
-
-    def _make_engine(self, index: Index, checker: AccessChecker, *, history: bool = True) -> QueryEngine:
+    def _make_engine(self, index: Index, checker: AccessChecker | None, *, history: bool = True) -> QueryEngine:
         """A query engine over these adapters with the given index and access checker."""
         from service.domain.limits import Limits
+        from service.history.build import build_conversations
         from service.query.engine import QueryEngine
 
         limits = self.settings.query
@@ -261,7 +220,7 @@ class App:
             link_allowlist=self.settings.generator.link_allowlist,
             reranker=self.reranker,
             rerank_candidates=self.settings.rerank.candidates,
-            conversations=self.conversations() if history else None,
+            conversations=build_conversations(self.settings, self.repository, self.generator) if history else None,
         )
 
     @property
@@ -307,7 +266,7 @@ class App:
     def close(self) -> None:
         if self._index is not None:
             self._index.close()
-        for adapter in (self._generator, self._reranker, self._repository):  # history shares the repository's engine
+        for adapter in (self._generator, self._reranker, self._repository):
             close = getattr(adapter, "close", None)
             if close is not None:
                 close()

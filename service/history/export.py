@@ -89,4 +89,3 @@ def _all(history: HistoryService, admin: Caller, store_id: str) -> Iterator[tupl
         if page.next_cursor is None:
             return
         cursor = page.next_cursor
-

@@ -33,19 +33,24 @@ _OPENERS = (
     "and ", "but ", "or ", "also ", "so ", "then ", "what about", "how about", "what if", "and what", "same for",
     "same ", "ok ", "okay ", "now ", "in that case", "if so", "why not",
 )  # fmt: skip
-_REFERRING = frozenset(
-    "it its it's itself they them their theirs themselves this that these those there such same one ones "
-    "former latter above he she him her".split()
-)
-_QUESTION_WORDS = frozenset("what which who whom whose when where why how".split())
-_STOP = frozenset(
-    """a an the and or but if then else so of to in on at by for from with without into onto over under about
-    as is are was were be been being am do does did done doing have has had having can could may might must
-    shall should will would i me my mine we us our you your yourself let lets let's not no yes any some all
-    each every other another more most much many few less least than too very just only also even still
-    again there here get got make makes made use used using need needs want wants way ways thing things
-    please tell explain show give know mean means instead else ok okay now whether what's how's""".split()
-) | _QUESTION_WORDS | _REFERRING
+# fmt: off
+_REFERRING = frozenset((
+    "it", "its", "it's", "itself", "they", "them", "their", "theirs", "themselves", "this", "that", "these",
+    "those", "there", "such", "same", "one", "ones", "former", "latter", "above", "he", "she", "him", "her",
+))
+_QUESTION_WORDS = frozenset(("what", "which", "who", "whom", "whose", "when", "where", "why", "how"))
+_STOP = frozenset((
+    "a", "an", "the", "and", "or", "but", "if", "then", "else", "so", "of", "to", "in", "on", "at", "by", "for",
+    "from", "with", "without", "into", "onto", "over", "under", "about", "as", "is", "are", "was", "were", "be",
+    "been", "being", "am", "do", "does", "did", "done", "doing", "have", "has", "had", "having", "can", "could",
+    "may", "might", "must", "shall", "should", "will", "would", "i", "me", "my", "mine", "we", "us", "our", "you",
+    "your", "yourself", "let", "lets", "let's", "not", "no", "yes", "any", "some", "all", "each", "every",
+    "other", "another", "more", "most", "much", "many", "few", "less", "least", "than", "too", "very", "just",
+    "only", "also", "even", "still", "again", "here", "get", "got", "make", "makes", "made", "use", "used",
+    "using", "need", "needs", "want", "wants", "way", "ways", "thing", "things", "please", "tell", "explain",
+    "show", "give", "know", "mean", "means", "instead", "ok", "okay", "now", "whether", "what's", "how's",
+)) | _QUESTION_WORDS | _REFERRING
+# fmt: on
 
 
 def _words(text: str) -> list[str]:
@@ -127,7 +132,9 @@ class CondensingRewriter:
         recent = list(earlier)[-self._turns :]
         prompt = Prompt(
             question=question,
-            chunks=tuple(ContextChunk(i + 1, f"turn-{i + 1}", f"question {i + 1}", q, None) for i, q in enumerate(recent)),
+            chunks=tuple(
+                ContextChunk(i + 1, f"turn-{i + 1}", f"question {i + 1}", q, None) for i, q in enumerate(recent)
+            ),
             template=CONDENSE_TEMPLATE,
             model_id=model_id,
         )

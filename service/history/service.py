@@ -58,6 +58,7 @@ class HistoryService:
         retention_days: int = 90,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
+        self.repository = history
         self._history = history
         self._recheck = recheck
         self._stores = stores

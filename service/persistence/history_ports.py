@@ -56,8 +56,6 @@ class HistoryRepository(ABC):
         """The rating of each of these queries that has one."""
 
     @abstractmethod
-    def feedback(
-        self, store_id: str, first: int, after: Position | None = None
-    ) -> list[tuple[Feedback, HistoryEntry]]:
+    def feedback(self, store_id: str, first: int, after: Position | None = None) -> list[tuple[Feedback, HistoryEntry]]:
         """Rated entries of a store with their ratings, newest rating first ((created_at, query id)
         descending), at most ``first``, strictly after ``after``."""

@@ -193,12 +193,13 @@ class SqlHistoryRepository(HistoryRepository):
         with self._session() as s:
             for i in range(0, len(query_ids), _BATCH):
                 batch = query_ids[i : i + _BATCH]
-                found.update((r.query_id, _feedback(r)) for r in s.scalars(select(FeedbackRow).where(FeedbackRow.query_id.in_(batch))))
+                found.update(
+                    (r.query_id, _feedback(r))
+                    for r in s.scalars(select(FeedbackRow).where(FeedbackRow.query_id.in_(batch)))
+                )
         return found
 
-    def feedback(
-        self, store_id: str, first: int, after: Position | None = None
-    ) -> list[tuple[Feedback, HistoryEntry]]:
+    def feedback(self, store_id: str, first: int, after: Position | None = None) -> list[tuple[Feedback, HistoryEntry]]:
         query = select(FeedbackRow, HistoryRow).join(HistoryRow, HistoryRow.query_id == FeedbackRow.query_id)
         query = query.where(FeedbackRow.store_id == store_id)
         if after is not None:

@@ -90,7 +90,11 @@ class QueryEngine:
         level = parse_level(query.level)
         principals = self.principals(caller, store.id)
         conversations = self._conversations
-        turn = None if conversations is None else conversations.begin(caller, query.conversation_id, question, store.llm_model_id)
+        turn = (
+            None
+            if conversations is None
+            else conversations.begin(caller, query.conversation_id, question, store.llm_model_id)
+        )
         ctx = QueryContext(store, question if turn is None else turn.searched, level, principals)
         scope: Scope
         if isinstance(query, VectorQuery):

@@ -258,7 +258,9 @@ def mint_token(
         claims["aud"] = auth.audience
     if groups:
         claims[auth.token_groups_claim] = [g.removeprefix("group:") for g in groups]
-    roles = [role for role, wanted in ((auth.admin_role, admin), (settings.history.audit_role, history_auditor)) if wanted]
+    roles = [
+        role for role, wanted in ((auth.admin_role, admin), (settings.history.audit_role, history_auditor)) if wanted
+    ]
     if roles:
         claims[auth.admin_claim] = roles
     return jwt.encode(claims, secret, algorithm="HS256")

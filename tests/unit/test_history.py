@@ -35,7 +35,9 @@ def test_a_query_starts_a_conversation_and_a_follow_up_is_rewritten_and_kept(hw:
     first = hw.world.engine.ask(ALICE, VectorQuery(STORE, "How many paid vacation days do employees get?", 0.0))
     assert first.conversation_id is not None and uuid.UUID(first.conversation_id)
     assert first.rewritten_question is None
-    follow = hw.world.engine.ask(ALICE, VectorQuery(STORE, "And contractors?", 0.0, conversation_id=first.conversation_id))
+    follow = hw.world.engine.ask(
+        ALICE, VectorQuery(STORE, "And contractors?", 0.0, conversation_id=first.conversation_id)
+    )
     assert follow.conversation_id == first.conversation_id
     assert follow.rewritten_question is not None
     assert "contractors" in follow.rewritten_question and "vacation" in follow.rewritten_question
@@ -53,10 +55,10 @@ def test_a_query_starts_a_conversation_and_a_follow_up_is_rewritten_and_kept(hw:
 def test_another_users_or_an_unknown_conversation_is_not_found_and_nothing_is_kept(hw: HistoryWorld) -> None:
     first = hw.world.engine.ask(ALICE, VectorQuery(STORE, REVENUE, 0.0))
     for caller in (BOB, ADMIN, AUDITOR):
-        with pytest.raises(NotFound, match="^conversation not found$"):
+        with pytest.raises(NotFound, match=r"^conversation not found$"):
             hw.world.engine.ask(caller, VectorQuery(STORE, "and costs?", 0.0, conversation_id=first.conversation_id))
     for unknown in (str(uuid.uuid4()), "nope", "", "x" * 5000):
-        with pytest.raises(NotFound, match="^conversation not found$"):
+        with pytest.raises(NotFound, match=r"^conversation not found$"):
             hw.world.engine.ask(BOB, VectorQuery(STORE, "and costs?", 0.0, conversation_id=unknown))
     assert hw.history.page(BOB).entries == ()
     assert len(hw.history.page(ALICE).entries) == 1
@@ -107,16 +109,16 @@ def test_delete_entry_and_conversation_only_by_their_owner(hw: HistoryWorld) -> 
     first = hw.world.engine.ask(ALICE, VectorQuery(STORE, REVENUE, 0.0))
     hw.world.engine.ask(ALICE, VectorQuery(STORE, "and the costs?", 0.0, conversation_id=first.conversation_id))
     for caller in (BOB, ADMIN):
-        with pytest.raises(NotFound, match="^query not found$"):
+        with pytest.raises(NotFound, match=r"^query not found$"):
             hw.history.delete_entry(caller, first.query_id)
-        with pytest.raises(NotFound, match="^conversation not found$"):
+        with pytest.raises(NotFound, match=r"^conversation not found$"):
             hw.history.delete_conversation(caller, first.conversation_id)
-        with pytest.raises(NotFound, match="^conversation not found$"):
+        with pytest.raises(NotFound, match=r"^conversation not found$"):
             hw.history.conversation(caller, first.conversation_id)
     assert len(hw.history.page(ALICE).entries) == 2
     assert len(hw.history.conversation(AUDITOR, first.conversation_id)) == 2  # read-only audit
     hw.history.delete_entry(ALICE, first.query_id)
-    with pytest.raises(NotFound, match="^query not found$"):
+    with pytest.raises(NotFound, match=r"^query not found$"):
         hw.history.delete_entry(ALICE, first.query_id)
     assert hw.history.delete_conversation(ALICE, first.conversation_id) == 1
     assert hw.history.page(ALICE).entries == ()
@@ -133,9 +135,9 @@ def test_an_auditor_sees_sources_by_their_own_rights(hw: HistoryWorld) -> None:
 def test_ratings_owner_only_one_per_query_and_bounded(hw: HistoryWorld) -> None:
     answer = hw.world.engine.ask(ALICE, VectorQuery(STORE, REVENUE, 0.0))
     for caller in (BOB, ADMIN):
-        with pytest.raises(NotFound, match="^query not found$"):
+        with pytest.raises(NotFound, match=r"^query not found$"):
             hw.history.rate(caller, answer.query_id, "UP")
-    with pytest.raises(NotFound, match="^query not found$"):
+    with pytest.raises(NotFound, match=r"^query not found$"):
         hw.history.rate(ALICE, str(uuid.uuid4()), "UP")
     for rating, comment in (("MEH", ""), ("UP", "x" * (MAX_COMMENT_CHARS + 1)), (None, ""), ("UP", 5)):
         with pytest.raises(InvalidArgument):
@@ -176,7 +178,10 @@ def test_document_query_and_failures_leave_no_entry(hw: HistoryWorld) -> None:
 @given(count=st.integers(0, 12), size=st.integers(1, 5))
 def test_pages_walk_the_whole_history_newest_first_once(count: int, size: int) -> None:
     hw = make_history_world()
-    asked = [hw.world.engine.ask(ALICE, VectorQuery(STORE, f"vacation days {i}", 0.0, perform_llm_query=False)) for i in range(count)]
+    asked = [
+        hw.world.engine.ask(ALICE, VectorQuery(STORE, f"vacation days {i}", 0.0, perform_llm_query=False))
+        for i in range(count)
+    ]
     hw.world.engine.ask(BOB, VectorQuery(STORE, "vacation days", 0.0, perform_llm_query=False))
     seen: list[str] = []
     cursor = None

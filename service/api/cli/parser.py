@@ -9,6 +9,7 @@ from typing import Any
 from service.api.cli.admin import cmd_acl, cmd_db, cmd_groups, cmd_settings, cmd_stores, cmd_token
 from service.api.cli.doctor import cmd_doctor
 from service.api.cli.evaluate import cmd_eval
+from service.api.cli.history import add_history_commands
 from service.api.cli.queries import cmd_ask, cmd_index, cmd_search
 from service.api.cli.serve import cmd_serve
 
@@ -334,4 +335,5 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("action", choices=["upgrade", "current"], help="upgrade: apply migrations; current: show revision")
     p.set_defaults(handler=cmd_db)
+    add_history_commands(sub, _command)
     return parser

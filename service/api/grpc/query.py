@@ -35,7 +35,12 @@ def _llm(request: Any) -> bool:
 
 def vector_query(request: Any) -> VectorQuery:
     return VectorQuery(
-        request.store_id, request.question, _opt(request, "level"), _opt(request, "max_chunks"), _llm(request)
+        request.store_id,
+        request.question,
+        _opt(request, "level"),
+        _opt(request, "max_chunks"),
+        _llm(request),
+        conversation_id=_opt(request, "conversation_id"),
     )
 
 
@@ -49,13 +54,21 @@ def multi_document_query(request: Any) -> MultiDocumentQuery:
         _opt(request, "level"),
         _opt(request, "max_chunks"),
         _llm(request),
+        conversation_id=_opt(request, "conversation_id"),
     )
 
 
 def document_query(request: Any) -> DocumentQuery:
     if not request.document_id:
         raise InvalidArgument("document_id is required")
-    return DocumentQuery(request.store_id, request.question, request.document_id, _opt(request, "level"), _llm(request))
+    return DocumentQuery(
+        request.store_id,
+        request.question,
+        request.document_id,
+        _opt(request, "level"),
+        _llm(request),
+        conversation_id=_opt(request, "conversation_id"),
+    )
 
 
 def chunk_message(services: Services, chunk: SourceChunk) -> Any:
@@ -85,7 +98,15 @@ def answer_message(services: Services, answer: Answer) -> Any:
         timings_ms=dict(answer.timings_ms),
         warnings=list(answer.warnings),
     )
-    for name in ("answer", "threshold", "level", "model_id", "generation_error"):
+    for name in (
+        "answer",
+        "threshold",
+        "level",
+        "model_id",
+        "generation_error",
+        "conversation_id",
+        "rewritten_question",
+    ):
         value = getattr(answer, name)
         if value is not None:
             setattr(message, name, value)

@@ -24,7 +24,7 @@ from acl.errors import ConfigurationError
 PROTO_ROOT = Path(__file__).resolve().parents[3] / "proto"
 GEN_DIR = Path(__file__).resolve().parent / "_gen"
 _PACKAGE = "service.api.grpc._gen"
-_NAMES = ("common", "query", "indexing", "admin")
+_NAMES = ("common", "query", "indexing", "admin", "history")
 _STAMP = "SOURCE_HASH"
 _lock = threading.Lock()
 
@@ -40,12 +40,14 @@ class Stubs:
     indexing_grpc: ModuleType
     admin: ModuleType
     admin_grpc: ModuleType
+    history: ModuleType
+    history_grpc: ModuleType
 
     def service_names(self) -> tuple[str, ...]:
         """Full names of every DocQA service (for health and reflection)."""
         return tuple(
             service.full_name
-            for module in (self.query, self.indexing, self.admin)
+            for module in (self.query, self.indexing, self.admin, self.history)
             for service in module.DESCRIPTOR.services_by_name.values()
         )
 

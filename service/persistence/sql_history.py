@@ -90,7 +90,8 @@ def _feedback(row: FeedbackRow) -> Feedback:
 
 def _after(created: Any, query_id: Any, position: Position) -> ColumnElement[bool]:
     when = _utc(position.created_at)
-    return or_(created < when, and_(created == when, query_id < position.query_id))
+    # The leading "created <= when" gives the index a range to start from (an OR alone scans from the newest).
+    return and_(created <= when, or_(created < when, query_id < position.query_id))
 
 
 class SqlHistoryRepository(HistoryRepository):

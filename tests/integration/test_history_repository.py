@@ -137,3 +137,18 @@ def test_purge_removes_entries_and_ratings_before_the_cut(repo: SqlHistoryReposi
     assert repo.purge(T0 + timedelta(days=1)) == 1
     assert [e.query_id for e in repo.entries("alice", 10)] == [new.query_id]
     assert list(repo.ratings([old.query_id, new.query_id])) == [new.query_id]
+
+
+def test_0005_downgrades_and_upgrades_again(repo: SqlHistoryRepository) -> None:
+    from alembic import command
+    from sqlalchemy import inspect
+
+    from service.persistence import schema
+
+    engine = repo._sessions.kw["bind"]
+    repo.record(entry())
+    with engine.begin() as connection:
+        command.downgrade(schema._config(connection), "0004")
+    assert not {"query_history", "query_feedback"} & set(inspect(engine).get_table_names())
+    assert schema.upgrade(engine) == "0005"
+    assert repo.entries("alice", 10) == []

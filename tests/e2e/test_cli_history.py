@@ -39,6 +39,7 @@ def test_the_readme_graphql_examples_are_valid_against_the_schema() -> None:
     schema = build_schema()._schema
     for block in re.findall(r"```graphql\n(.*?)```", _section(), re.DOTALL):
         assert validate(schema, parse(block)) == []
+    assert validate(schema, parse((ROOT / "graphql" / "examples.graphql").read_text(encoding="utf-8"))) == []
 
 
 def test_the_readme_lines_do_what_the_section_says(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ def test_a_follow_up_gets_the_earlier_questions_key_terms() -> None:
     earlier = ["How do I make a tablespace on another disk?"]
     assert offline_rewrite(earlier, "How do I remove it?") == "How do I remove tablespace disk?"
     rewritten = offline_rewrite(["How many paid vacation days do employees get?"], "And contractors?")
-    assert rewritten == "And contractors paid vacation days employees?"
+    assert rewritten == "And contractors paid vacation?"
 
 
 def test_a_standalone_question_is_searched_as_asked() -> None:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from service.access.admin import Admin
     from service.access.state import AccessState
     from service.generation.port import Generator
+    from service.history.service import HistoryService
     from service.persistence.ports import SettingsRepository
     from service.query.engine import QueryEngine
     from service.ranking.port import Reranker
@@ -186,9 +187,22 @@ class App:
                 self._engine = self._make_engine(self.index, AccessChecker(self.repository))
             return self._engine
 
-    def _make_engine(self, index: Index, checker: AccessChecker) -> QueryEngine:
+    @property
+    def history(self) -> HistoryService:
+        """Users' history and ratings (tables of the settings database), re-checked on every read."""
+        from service.history.build import build_history
+
+        return build_history(self.settings, self.repository)
+
+    @property
+    def one_shot_engine(self) -> QueryEngine:
+        """A query engine that keeps no history (``docqa eval``, benchmarks)."""
+        return self._make_engine(self.index, None, history=False)
+
+    def _make_engine(self, index: Index, checker: AccessChecker | None, *, history: bool = True) -> QueryEngine:
         """A query engine over these adapters with the given index and access checker."""
         from service.domain.limits import Limits
+        from service.history.build import build_conversations
         from service.query.engine import QueryEngine
 
         limits = self.settings.query
@@ -206,6 +220,7 @@ class App:
             link_allowlist=self.settings.generator.link_allowlist,
             reranker=self.reranker,
             rerank_candidates=self.settings.rerank.candidates,
+            conversations=build_conversations(self.settings, self.repository, self.generator) if history else None,
         )
 
     @property

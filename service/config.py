@@ -352,6 +352,19 @@ class QueryConfig(_Section):
     max_documents: int = Field(1000, ge=1)
 
 
+class HistoryConfig(_Section):
+    """Users' query history, conversations and ratings (``service.history``)."""
+
+    #: Days an answered query is kept; older entries (and their ratings) are purged at start-up
+    #: (``docqa serve``) and by ``docqa history purge``.
+    retention_days: int = Field(90, ge=1, le=36_500)
+    #: Earlier turns of a conversation read for a follow-up (the rewrite and the prompt).
+    turns: int = Field(6, ge=1, le=50)
+    #: The token role (in ``auth.admin_claim``) that may read other users' conversations, read-only, their
+    #: sources re-checked against the auditor's own rights. The admin role alone does not.
+    audit_role: str = Field("docqa-history-auditor", min_length=1, max_length=200)
+
+
 class _DatabaseUrlAlias(PydanticBaseSettingsSource):
     """``DOCQA_DATABASE_URL``, the usual name for a service's database URL, sets ``database.url``
     (``DOCQA_DATABASE__URL`` wins when both are set)."""
@@ -386,6 +399,7 @@ class Settings(BaseSettings):
     server: ServerConfig = Field(default_factory=lambda: ServerConfig())
     auth: AuthConfig = Field(default_factory=lambda: AuthConfig())
     limits: LimitsConfig = Field(default_factory=lambda: LimitsConfig())
+    history: HistoryConfig = HistoryConfig()
 
     @classmethod
     def settings_customise_sources(

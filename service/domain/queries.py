@@ -25,6 +25,9 @@ class Caller:
     user_id: str
     asserted_groups: tuple[str, ...] = ()
     is_admin: bool = False
+    #: May read other users' conversations (read-only, sources still re-checked against its own rights):
+    #: the token role ``history.audit_role``, or ``docqa history show --audit`` on the server.
+    history_auditor: bool = False
 
     @property
     def principal(self) -> str:
@@ -49,6 +52,8 @@ class VectorQuery:
     perform_llm_query: bool = True
     #: Metadata conditions ANDed with the caller's access inside the search.
     filters: MetadataFilter | None = None
+    #: An earlier conversation of the caller's to continue; None starts a new one (``service.history``).
+    conversation_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +71,7 @@ class MultiDocumentQuery:
     perform_llm_query: bool = True
     #: Metadata conditions: a named document that does not match them gives no chunk.
     filters: MetadataFilter | None = None
+    conversation_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +85,7 @@ class DocumentQuery:
     perform_llm_query: bool = True
     #: Metadata conditions: a document that does not match them gives no chunk.
     filters: MetadataFilter | None = None
+    conversation_id: str | None = None
 
 
 Query = VectorQuery | MultiDocumentQuery | DocumentQuery
@@ -206,6 +213,10 @@ class Answer:
     #: What a reader should know about the answer text (citations of sources that do not exist
     #: were removed, sentences that cite no source, …); empty when nothing is amiss.
     warnings: tuple[str, ...] = ()
+    #: The conversation this answer is a turn of (new when the query named none); None outside history.
+    conversation_id: str | None = None
+    #: What was searched when a follow-up was rewritten from the conversation's earlier turns.
+    rewritten_question: str | None = None
 
     def to_dict(self, *, local: bool = False) -> dict[str, Any]:
         return {
@@ -225,4 +236,6 @@ class Answer:
             "generation_error": self.generation_error,
             "documents": [d.to_dict(local=local) for d in self.documents],
             "warnings": list(self.warnings),
+            "conversation_id": self.conversation_id,
+            "rewritten_question": self.rewritten_question,
         }

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from service.generation.prompt_text import new_boundary, render_prompt, render_system, render_user
+from service.generation.turns import EarlierTurn
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,8 @@ class Prompt:
     template: str
     model_id: str
     boundary: str = field(default_factory=new_boundary)
+    #: Earlier turns of the conversation (question and answer text only), quoted before the template.
+    earlier: tuple[EarlierTurn, ...] = ()
 
     def render(self) -> str:
         """The text a language model is sent: system instructions, then the template filled in."""

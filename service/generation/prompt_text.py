@@ -24,6 +24,7 @@ import secrets
 from typing import TYPE_CHECKING
 
 from service.domain.store_settings import fill_template
+from service.generation.turns import render_turns
 
 if TYPE_CHECKING:
     from service.generation.port import ContextChunk, Prompt
@@ -84,7 +85,7 @@ def render_user(prompt: Prompt) -> str:
         "context": "\n\n".join(render_chunk(c, prompt.boundary) for c in prompt.chunks),
         "question": quote_text(prompt.question),
     }
-    return fill_template(prompt.template, values)
+    return render_turns(prompt.earlier, prompt.boundary) + fill_template(prompt.template, values)
 
 
 def render_prompt(prompt: Prompt) -> str:

@@ -35,6 +35,7 @@ from service.domain.store import DocumentRecord, Store
 from service.persistence.ports import AuditRecord, SettingsRepository
 from service.persistence.sql_access import AclRow, SqlAccessRows, read_acls, write_ingested_acl
 from service.persistence.sql_base import Base
+from service.persistence.sql_history import HistoryRow as _HistoryRow  # noqa: F401  (its tables join the metadata)
 
 __all__ = ["Base", "SqlSettingsRepository", "make_engine"]
 
@@ -177,6 +178,11 @@ class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
 
     def close(self) -> None:
         self._engine.dispose()
+
+    @property
+    def engine(self) -> Engine:
+        """The database's engine, for the other adapters on the same database (``sql_history``)."""
+        return self._engine
 
     # stores -----------------------------------------------------------------
     def get_store(self, store_id: str) -> Store | None:

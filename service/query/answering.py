@@ -24,8 +24,9 @@ from service.domain.threshold import Threshold
 from service.generation.citations import check_citations
 from service.generation.link_policy import LinkPolicy
 from service.generation.port import Completion, ContextChunk, Generator, Prompt
-from service.generation.prompting import Budgeted, fit_prompt
+from service.generation.prompting import Budgeted, estimate_tokens, fit_prompt
 from service.generation.sanitize import sanitize_answer, sanitized_stream
+from service.generation.turns import TURNS_SHARE, EarlierTurn, fit_turns
 from service.query.cancellation import Cancellation
 from service.query.context import QueryContext, Scope
 
@@ -48,8 +49,11 @@ class Answering:
         perform_llm_query: bool,
         on_text: Callable[[str], None] | None = None,
         cancel: Cancellation | None = None,
+        earlier: Sequence[EarlierTurn] = (),
     ) -> Answer:
         """The answer of a query from its scope: the generator's text (unless not asked for) and the sources.
+
+        ``earlier``: turns of the conversation the prompt may quote (the newest that fit a share of the window).
 
         With ``cancel``, no generation starts once the caller went away, and a
         streamed one stops at the next piece (the generator's stream is closed).
@@ -76,6 +80,7 @@ class Answering:
                 ),
                 template=store.prompt_template,
                 model_id=store.llm_model_id,
+                earlier=self._turns(earlier),
             )
             used = chunks
             if isinstance(self._generator, Budgeted):
@@ -139,6 +144,15 @@ class Answering:
             result.timings_ms["total"],
         )
         return result
+
+    def _turns(self, earlier: Sequence[EarlierTurn]) -> tuple[EarlierTurn, ...]:
+        if not earlier:
+            return ()
+        generator = self._generator
+        if isinstance(generator, Budgeted):
+            budget = generator.token_budget()
+            return fit_turns(earlier, int(budget.prompt_tokens * TURNS_SHARE), budget.count)
+        return fit_turns(earlier, int(generator.context_tokens * TURNS_SHARE), estimate_tokens)
 
     def _generate(
         self,

@@ -22,6 +22,7 @@ from service.domain.queries import Answer, Caller, DocumentQuery, MultiDocumentQ
 from service.domain.store import Store
 from service.domain.threshold import parse_level
 from service.generation.port import Generator
+from service.history.conversations import Conversations
 from service.persistence.ports import SettingsRepository
 from service.query.analysis import Analysis
 from service.query.answering import Answering
@@ -54,8 +55,12 @@ class QueryEngine:
         link_allowlist: Sequence[str] = (),
         reranker: Reranker | None = None,
         rerank_candidates: int = CANDIDATES,
+        conversations: Conversations | None = None,
     ) -> None:
+        """``conversations``: when given, every answered query is a turn of its user's conversation and kept in
+        their history (``service.history``); without, queries are one-shot and nothing is kept."""
         self._repo = repository
+        self._conversations = conversations
         self._limits = limits or Limits()
         self._retrieval = Retrieval(
             catalog=repository,
@@ -86,7 +91,14 @@ class QueryEngine:
         store = self._store(query.store_id)
         question = self._limits.question(query.question)
         level = parse_level(query.level)
-        ctx = QueryContext(store, question, level, self.principals(caller, store.id))
+        principals = self.principals(caller, store.id)
+        conversations = self._conversations
+        turn = (
+            None
+            if conversations is None
+            else conversations.begin(caller, query.conversation_id, question, store.llm_model_id)
+        )
+        ctx = QueryContext(store, question if turn is None else turn.searched, level, principals)
         scope: Scope
         if isinstance(query, VectorQuery):
             scope, name = vector_scope(self._retrieval, self._limits, ctx, query), "vector"
@@ -100,12 +112,16 @@ class QueryEngine:
             name = "document"
         else:  # pragma: no cover - the type system rules it out
             raise InvalidArgument(f"unknown query class {type(query).__name__}")
+        earlier = () if turn is None else turn.earlier
         try:
-            return self._answering.answer(ctx, caller, name, scope, query.perform_llm_query, on_text, cancel)
+            answer = self._answering.answer(ctx, caller, name, scope, query.perform_llm_query, on_text, cancel, earlier)
         except ConfigurationError as exc:
             # The operator's to fix, and it may name a URL, a model or a project: the log gets it, the caller not.
             log.error("store %s: the language model is misconfigured: %s", store.id, exc.message)
             raise Unavailable(LANGUAGE_MODEL_UNAVAILABLE) from None
+        if conversations is None or turn is None:
+            return answer
+        return conversations.record(caller, store.id, question, turn, answer)
 
     def summarize(
         self,

@@ -46,9 +46,11 @@ class Identity:
     groups: tuple[str, ...] = ()
     is_admin: bool = False
     authenticated: bool = True
+    #: The token lists ``history.audit_role``: may read other users' conversations (read-only).
+    history_auditor: bool = False
 
     def caller(self) -> Caller:
-        return Caller(self.user_id, self.groups, self.is_admin)
+        return Caller(self.user_id, self.groups, self.is_admin, self.history_auditor)
 
 
 def require_admin(identity: Identity) -> None:
@@ -128,6 +130,7 @@ class Authenticator:
 
     def __init__(self, settings: Settings) -> None:
         self._auth = settings.auth
+        self._audit_role = settings.history.audit_role
         self._secret = hs256_secret(settings)
         self._rsa, self._rsa_by_kid = _rs256_keys(self._auth)
         if self._secret is None and not self._rsa and not self._rsa_by_kid:
@@ -212,8 +215,8 @@ class Authenticator:
         checked.check_times(claims, self._auth.max_token_lifetime_s)
         user = checked.check_subject(claims.get("sub"))
         groups = checked.groups(claims, self._auth)
-        is_admin = self._auth.admin_role in checked.roles(claims, self._auth.admin_claim)
-        return Identity(user, groups, is_admin)
+        roles = checked.roles(claims, self._auth.admin_claim)
+        return Identity(user, groups, self._auth.admin_role in roles, history_auditor=self._audit_role in roles)
 
 
 def mint_token(
@@ -224,6 +227,7 @@ def mint_token(
     admin: bool = False,
     ttl_s: int | None = None,
     now: float | None = None,
+    history_auditor: bool = False,
 ) -> str:
     """A token for ``user`` signed with the configured (or generated) HS256 secret.
 
@@ -254,8 +258,11 @@ def mint_token(
         claims["aud"] = auth.audience
     if groups:
         claims[auth.token_groups_claim] = [g.removeprefix("group:") for g in groups]
-    if admin:
-        claims[auth.admin_claim] = [auth.admin_role]
+    roles = [
+        role for role, wanted in ((auth.admin_role, admin), (settings.history.audit_role, history_auditor)) if wanted
+    ]
+    if roles:
+        claims[auth.admin_claim] = roles
     return jwt.encode(claims, secret, algorithm="HS256")
 
 

@@ -496,3 +496,30 @@ def test_readyz_fails_on_a_wrong_model_id_and_logs_why(
     with caplog.at_level("WARNING", logger="docqa.http"):
         assert ready("ibm/gone") == (503, {"status": "unavailable", "failing": "generator"})
     assert "ibm/gone" in caplog.text  # the operator reads why; the prober only learns what
+
+
+# conversations: the condense prompt --------------------------------------------------
+def test_a_follow_up_is_condensed_by_the_model_from_the_earlier_questions_only(standin: StandIn, make: Any) -> None:
+    from service.history.rewrite import CondensingRewriter
+
+    standin.reply = "Standalone question: How do I drop a tablespace? [1]"
+    rewriter = CondensingRewriter(make())
+    earlier = ["How do I create a tablespace on another disk?"]
+    assert rewriter.rewrite(earlier, "How do I remove it?", MODEL) == "How do I drop a tablespace?"
+    [call] = standin.calls(GENERATION)
+    assert "How do I create a tablespace on another disk?" in call.body["input"]
+    assert "Follow-up question: How do I remove it?" in call.body["input"]
+    assert rewriter.rewrite([], "How do I remove it?", MODEL) == "How do I remove it?"  # nothing earlier: no call
+    assert len(standin.calls(GENERATION)) == 1
+
+
+def test_a_failing_model_falls_back_to_the_offline_rewrite(standin: StandIn, make: Any) -> None:
+    from service.history.rewrite import CondensingRewriter, offline_rewrite
+
+    rewriter = CondensingRewriter(make(max_retries=0))
+    standin.fail(GENERATION, status=503, times=10)
+    earlier = ["How do I create a tablespace on another disk?"]
+    assert rewriter.rewrite(earlier, "How do I remove it?", MODEL) == offline_rewrite(earlier, "How do I remove it?")
+    standin.clear()
+    standin.reply = ""
+    assert rewriter.rewrite(earlier, "and then?", MODEL) == offline_rewrite(earlier, "and then?")

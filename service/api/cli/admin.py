@@ -177,7 +177,16 @@ def cmd_token(args: argparse.Namespace, app: Any) -> int:
             "warning: auth.token_groups is ignore, so the server ignores --group (groups come from the directory)",
             file=sys.stderr,
         )
-    print(mint_token(app.settings, args.user, groups=args.group or [], admin=args.admin, ttl_s=args.ttl))
+    print(
+        mint_token(
+            app.settings,
+            args.user,
+            groups=args.group or [],
+            admin=args.admin,
+            ttl_s=args.ttl,
+            history_auditor=args.history_auditor,
+        )
+    )
     return 0
 
 

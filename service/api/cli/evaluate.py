@@ -26,7 +26,7 @@ def cmd_eval(args: argparse.Namespace, app: Any) -> int:
     out = sys.stdout if args.json != "-" else sys.stderr
     progress = None if args.quiet else (lambda r: _print_result(r, out))
     report = evaluate(
-        app.engine,
+        app.one_shot_engine,
         app.repository,
         Caller(args.as_user),
         args.store,

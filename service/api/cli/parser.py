@@ -11,6 +11,7 @@ from service.api.cli.analysis import add_analysis_commands
 from service.api.cli.doctor import cmd_doctor
 from service.api.cli.evaluate import cmd_eval
 from service.api.cli.filters import add_filter_options
+from service.api.cli.history import add_history_commands
 from service.api.cli.queries import cmd_ask, cmd_index, cmd_search
 from service.api.cli.serve import cmd_serve
 
@@ -339,4 +340,5 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("action", choices=["upgrade", "current"], help="upgrade: apply migrations; current: show revision")
     p.set_defaults(handler=cmd_db)
+    add_history_commands(sub, _command)
     return parser

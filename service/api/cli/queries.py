@@ -92,6 +92,12 @@ def _print_answer(answer: Any, user: str, out: TextIO) -> None:
         print("No relevant chunk found.", file=out)
     threshold = "off" if answer.threshold is None else f"{answer.threshold:.3f} (level {answer.level})"
     print(f"threshold {threshold} · query {answer.query_id}", file=out)
+    if answer.rewritten_question is not None:
+        print(f"searched: {answer.rewritten_question}", file=out)
+    if answer.conversation_id is not None:
+        print(
+            f"conversation {answer.conversation_id} (follow up with --conversation {answer.conversation_id})", file=out
+        )
     if answer.retry_without_threshold_allowed:
         print("You may re-run the query with --level 0 to drop the threshold.", file=out)
 
@@ -110,13 +116,36 @@ def cmd_ask(args: argparse.Namespace, app: Any) -> int:
     if args.document is not None:
         if args.max_chunks is not None:
             raise InvalidArgument("--max-chunks does not apply to --document")
-        query = DocumentQuery(args.store, args.question, args.document, args.level, not args.no_llm, filters)
+        query = DocumentQuery(
+            args.store,
+            args.question,
+            args.document,
+            args.level,
+            not args.no_llm,
+            filters,
+            conversation_id=args.conversation,
+        )
     elif args.documents:
         query = MultiDocumentQuery(
-            args.store, args.question, tuple(args.documents), args.level, args.max_chunks, not args.no_llm, filters
+            args.store,
+            args.question,
+            tuple(args.documents),
+            args.level,
+            args.max_chunks,
+            not args.no_llm,
+            filters,
+            conversation_id=args.conversation,
         )
     else:
-        query = VectorQuery(args.store, args.question, args.level, args.max_chunks, not args.no_llm, filters)
+        query = VectorQuery(
+            args.store,
+            args.question,
+            args.level,
+            args.max_chunks,
+            not args.no_llm,
+            filters,
+            conversation_id=args.conversation,
+        )
     answer = app.engine.ask(caller, query)
     if args.json:
         print(json.dumps(answer.to_dict(local=True), ensure_ascii=False))
@@ -142,7 +171,13 @@ def cmd_search(args: argparse.Namespace, app: Any) -> int:
     user_principal(args.as_user)
     _check_k("--k", args.k, app)
     query = VectorQuery(
-        args.store, args.question, args.level, args.k, perform_llm_query=False, filters=cli_filter(args)
+        args.store,
+        args.question,
+        args.level,
+        args.k,
+        perform_llm_query=False,
+        filters=cli_filter(args),
+        conversation_id=args.conversation,
     )
     answer = app.engine.ask(caller, query)
     if args.json:

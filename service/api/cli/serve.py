@@ -23,6 +23,8 @@ def cmd_serve(args: argparse.Namespace, app: Any) -> int:
     # An OpenSearch DocQA would answer wrongly on stops start-up here (exit 8, the reason); one that does
     # not answer yet is logged and served anyway (/readyz tells the orchestrator).
     app.check_index_server()
+    purged = app.history.purge()  # history.retention_days, at every start
+    log.info("purged %d history entries past history.retention_days", purged)
     services = services_for(app, Metrics())
     config = app.settings.server
     graphql_services = GraphQLServices(app, services.authenticator, services.queries, services.metrics)

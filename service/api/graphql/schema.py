@@ -22,6 +22,7 @@ from graphql import GraphQLError
 from service.access.store_summaries import StoreSummaries, StoreSummary, Viewer
 from service.api.audit import AuditedQueries
 from service.api.errors import bounded_message, for_remote_caller, mapping_for, public_message
+from service.api.graphql import history as past
 from service.api.graphql.access import DocumentAcl, change_member, document_acl, reset_document_acl, set_document_acl
 from service.api.graphql.analysis import (
     ComparisonResult,
@@ -147,6 +148,12 @@ class QueryResult:
         description="What a reader should know about this answer: citations of sources that do not exist were "
         "removed, sentences cite no source, the reranker was unavailable (sources in retrieval order)."
     )
+    conversation_id: str | None = strawberry.field(
+        default=None, description="The conversation this answer is a turn of (a new one when none was named)."
+    )
+    rewritten_question: str | None = strawberry.field(
+        default=None, description="What was searched: the follow-up rewritten from the conversation's earlier turns."
+    )
 
     @staticmethod
     def of(answer: Answer) -> QueryResult:
@@ -167,6 +174,8 @@ class QueryResult:
             timings_ms=[Timing(name=k, ms=v) for k, v in answer.timings_ms.items()],
             documents=[SourceDocument.of(d) for d in answer.documents],
             warnings=list(answer.warnings),
+            conversation_id=answer.conversation_id,
+            rewritten_question=answer.rewritten_question,
         )
 
 
@@ -295,12 +304,16 @@ class Query:
         max_chunks: int | None = None,
         perform_llm_query: bool = True,
         filter: QueryFilter | None = None,
+        conversation_id: str | None = None,
     ) -> QueryResult:
         return await _run(
             info,
             "vectorQuery",
             lambda c: _ask(
-                c, VectorQuery(store_id, question, level, max_chunks, perform_llm_query, metadata_filter(filter))
+                c,
+                VectorQuery(
+                    store_id, question, level, max_chunks, perform_llm_query, metadata_filter(filter), conversation_id
+                ),
             ),
         )
 
@@ -315,6 +328,7 @@ class Query:
         max_chunks: int | None = None,
         perform_llm_query: bool = True,
         filter: QueryFilter | None = None,
+        conversation_id: str | None = None,
     ) -> QueryResult:
         ids = tuple(document_ids)
         return await _run(
@@ -323,7 +337,14 @@ class Query:
             lambda c: _ask(
                 c,
                 MultiDocumentQuery(
-                    store_id, question, ids, level, max_chunks, perform_llm_query, metadata_filter(filter)
+                    store_id,
+                    question,
+                    ids,
+                    level,
+                    max_chunks,
+                    perform_llm_query,
+                    metadata_filter(filter),
+                    conversation_id,
                 ),
             ),
         )
@@ -338,12 +359,16 @@ class Query:
         level: float | None = None,
         perform_llm_query: bool = True,
         filter: QueryFilter | None = None,
+        conversation_id: str | None = None,
     ) -> QueryResult:
         return await _run(
             info,
             "documentQuery",
             lambda c: _ask(
-                c, DocumentQuery(store_id, question, document_id, level, perform_llm_query, metadata_filter(filter))
+                c,
+                DocumentQuery(
+                    store_id, question, document_id, level, perform_llm_query, metadata_filter(filter), conversation_id
+                ),
             ),
         )
 
@@ -405,6 +430,22 @@ class Query:
         return await _run(
             info, "documentAcl", lambda c: document_acl(c.services.app, c.identity(), document_id, store_id)
         )
+
+    @strawberry.field(description="The caller's answered queries, newest first (first: 1-100, default 20).")
+    async def history(
+        self, info: Info[RequestContext, None], first: int | None = None, after: str | None = None
+    ) -> past.HistoryConnection:
+        return await _run(info, "history", lambda c: past.history(c, first, after))
+
+    @strawberry.field(description="One of the caller's conversations, oldest turn first (NOT_FOUND otherwise).")
+    async def conversation(self, info: Info[RequestContext, None], id: str) -> past.Conversation:
+        return await _run(info, "conversation", lambda c: past.conversation(c, id))
+
+    @strawberry.field(description="A store's ratings, newest first, sources re-checked for the admin (admin only).")
+    async def feedback(
+        self, info: Info[RequestContext, None], store_id: str, first: int | None = None, after: str | None = None
+    ) -> past.FeedbackConnection:
+        return await _run(info, "feedback", lambda c: past.feedback(c, store_id, first, after))
 
 
 @strawberry.type
@@ -471,6 +512,20 @@ class Mutation:
         return await _run(
             info, "removeGroupMember", lambda c: change_member(c.services.app, c.identity(), "remove", group, member)
         )
+
+    @strawberry.mutation(description="Delete one of the caller's history entries and its rating (NOT_FOUND otherwise).")
+    async def delete_history_entry(self, info: Info[RequestContext, None], query_id: str) -> bool:
+        return await _run(info, "deleteHistoryEntry", lambda c: past.delete_history_entry(c, query_id))
+
+    @strawberry.mutation(description="Delete every turn of one of the caller's conversations; how many were deleted.")
+    async def delete_conversation(self, info: Info[RequestContext, None], id: str) -> int:
+        return await _run(info, "deleteConversation", lambda c: past.delete_conversation(c, id))
+
+    @strawberry.mutation(description="Rate one of the caller's answers; a later rating replaces it (comment ≤ 2000).")
+    async def rate_answer(
+        self, info: Info[RequestContext, None], query_id: str, rating: past.Rating, comment: str | None = None
+    ) -> past.AnswerRating:
+        return await _run(info, "rateAnswer", lambda c: past.rate_answer(c, query_id, rating, comment))
 
     @strawberry.mutation(
         description="Drop the admin's change of a membership: the manifests decide again (admin only)."

@@ -42,6 +42,7 @@ def vector_query(request: Any) -> VectorQuery:
         _opt(request, "max_chunks"),
         _llm(request),
         query_filter(request),
+        conversation_id=_opt(request, "conversation_id"),
     )
 
 
@@ -56,6 +57,7 @@ def multi_document_query(request: Any) -> MultiDocumentQuery:
         _opt(request, "max_chunks"),
         _llm(request),
         query_filter(request),
+        conversation_id=_opt(request, "conversation_id"),
     )
 
 
@@ -69,6 +71,7 @@ def document_query(request: Any) -> DocumentQuery:
         _opt(request, "level"),
         _llm(request),
         query_filter(request),
+        conversation_id=_opt(request, "conversation_id"),
     )
 
 
@@ -99,7 +102,15 @@ def answer_message(services: Services, answer: Answer) -> Any:
         timings_ms=dict(answer.timings_ms),
         warnings=list(answer.warnings),
     )
-    for name in ("answer", "threshold", "level", "model_id", "generation_error"):
+    for name in (
+        "answer",
+        "threshold",
+        "level",
+        "model_id",
+        "generation_error",
+        "conversation_id",
+        "rewritten_question",
+    ):
         value = getattr(answer, name)
         if value is not None:
             setattr(message, name, value)

@@ -14,6 +14,7 @@ from service.api.audit import AuditedQueries
 from service.api.grpc.admin import AdminServicer, IndexingServicer
 from service.api.grpc.analysis import AnalysisServicer
 from service.api.grpc.context import Services
+from service.api.grpc.history import HistoryServicer
 from service.api.grpc.malformed import MalformedRequests
 from service.api.grpc.query import QueryServicer
 from service.api.grpc.streaming import StreamPool
@@ -76,6 +77,7 @@ def start_grpc(services: Services, host: str | None = None, port: int | None = N
     stubs.indexing_grpc.add_IndexingServiceServicer_to_server(IndexingServicer(services), server)
     stubs.admin_grpc.add_AdminServiceServicer_to_server(AdminServicer(services), server)
     stubs.analysis_grpc.add_AnalysisServiceServicer_to_server(AnalysisServicer(services), server)
+    stubs.history_grpc.add_HistoryServiceServicer_to_server(HistoryServicer(services), server)
     health_servicer = health.HealthServicer(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = stubs.service_names()

@@ -24,7 +24,7 @@ from acl.errors import ConfigurationError
 PROTO_ROOT = Path(__file__).resolve().parents[3] / "proto"
 GEN_DIR = Path(__file__).resolve().parent / "_gen"
 _PACKAGE = "service.api.grpc._gen"
-_NAMES = ("common", "query", "indexing", "admin", "analysis")
+_NAMES = ("common", "query", "indexing", "admin", "analysis", "history")
 _STAMP = "SOURCE_HASH"
 _lock = threading.Lock()
 
@@ -42,12 +42,14 @@ class Stubs:
     admin_grpc: ModuleType
     analysis: ModuleType
     analysis_grpc: ModuleType
+    history: ModuleType
+    history_grpc: ModuleType
 
     def service_names(self) -> tuple[str, ...]:
         """Full names of every DocQA service (for health and reflection)."""
         return tuple(
             service.full_name
-            for module in (self.query, self.indexing, self.admin, self.analysis)
+            for module in (self.query, self.indexing, self.admin, self.analysis, self.history)
             for service in module.DESCRIPTOR.services_by_name.values()
         )
 

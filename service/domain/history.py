@@ -1,0 +1,161 @@
+"""A user's history of answered queries, their conversations and their ratings: the rules, once.
+
+An entry is what one query left behind: the question as asked, the question searched, the answer and the
+sources it cited. It belongs to its user alone. What a reader is shown of it is decided when it is read
+(``shown``): every cited document is checked against the ACL in force today, and an entry that cited a
+document its reader can no longer read loses its answer text and that source, and says so.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any, Literal
+
+from acl.errors import InvalidArgument, NotFound
+
+Rating = Literal["UP", "DOWN"]
+RATINGS: tuple[Rating, ...] = ("UP", "DOWN")
+#: The longest comment a rating may carry, in characters.
+MAX_COMMENT_CHARS = 2000
+#: Entries per page: the default and the most one page holds.
+DEFAULT_PAGE = 20
+MAX_PAGE = 100
+#: The one message for a query or conversation that is unknown or another user's: the two read the same.
+NO_SUCH_QUERY = "query not found"
+NO_SUCH_CONVERSATION = "conversation not found"
+#: What a server-minted id looks like (a UUID); anything else is unknown by construction.
+_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+@dataclass(frozen=True, slots=True)
+class CitedSource:
+    """One chunk an answer cited: where it is, and how it scored."""
+
+    document_id: str
+    chunk_id: str
+    title: str
+    score: float | None
+    relevance: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One answered query as its user's history keeps it (the audit log keeps no text; this does)."""
+
+    query_id: str
+    user_id: str
+    store_id: str
+    query_class: str
+    conversation_id: str
+    question: str
+    rewritten_question: str | None
+    answer: str | None
+    sources: tuple[CitedSource, ...]
+    level: float | None
+    threshold: float | None
+    created_at: datetime
+
+    @property
+    def document_ids(self) -> tuple[str, ...]:
+        """The cited documents, each once, in citation order."""
+        return tuple(dict.fromkeys(s.document_id for s in self.sources))
+
+
+@dataclass(frozen=True, slots=True)
+class ShownEntry:
+    """An entry as its reader may see it today: ``sources_revoked`` when a cited document is no longer
+    readable, and then without its answer text and without that document's sources."""
+
+    entry: HistoryEntry
+    sources_revoked: bool
+    rating: Feedback | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """A user's rating of one of their own answers; a later rating replaces it."""
+
+    query_id: str
+    user_id: str
+    store_id: str
+    rating: Rating
+    comment: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a page ends: the newest-first order is (created_at, query_id) descending."""
+
+    created_at: datetime
+    query_id: str
+
+    def cursor(self) -> str:
+        """The opaque cursor of this position (URL-safe base64 of a small JSON array)."""
+        raw = json.dumps([self.created_at.isoformat(), self.query_id], separators=(",", ":"))
+        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+    @staticmethod
+    def of(entry: HistoryEntry) -> Position:
+        return Position(entry.created_at, entry.query_id)
+
+
+def parse_cursor(cursor: str | None) -> Position | None:
+    """The position a cursor names; None for none; InvalidArgument for anything not made by ``cursor``."""
+    if cursor is None or cursor == "":
+        return None
+    try:
+        if not isinstance(cursor, str) or len(cursor) > 400:
+            raise ValueError
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        when, query_id = json.loads(raw)
+        created = datetime.fromisoformat(when)
+        if not isinstance(query_id, str) or created.tzinfo is None:
+            raise ValueError
+    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
+        raise InvalidArgument("invalid cursor: pass back an endCursor / next_page_token unchanged") from None
+    return Position(created, query_id)
+
+
+def page_size(first: Any) -> int:
+    """``first`` checked: 1 to MAX_PAGE; None = DEFAULT_PAGE."""
+    if first is None:
+        return DEFAULT_PAGE
+    if isinstance(first, bool) or not isinstance(first, int) or not 1 <= first <= MAX_PAGE:
+        raise InvalidArgument(f"first / page_size must be between 1 and {MAX_PAGE}")
+    return first
+
+
+def known_id(value: Any, what: Literal["query", "conversation"]) -> str:
+    """``value`` if it can be an id DocQA minted, else NotFound (the same words as an unknown one)."""
+    if isinstance(value, str) and _ID.match(value):
+        return value
+    raise NotFound(NO_SUCH_QUERY if what == "query" else NO_SUCH_CONVERSATION)
+
+
+def parse_rating(rating: Any, comment: Any) -> tuple[Rating, str]:
+    """A rating (UP or DOWN, any case) and a comment of at most MAX_COMMENT_CHARS; InvalidArgument otherwise."""
+    word = rating.upper() if isinstance(rating, str) else rating
+    if word not in RATINGS:
+        raise InvalidArgument("rating must be UP or DOWN")
+    text = "" if comment is None else comment
+    if not isinstance(text, str) or len(text) > MAX_COMMENT_CHARS:
+        raise InvalidArgument(f"comment must be text of at most {MAX_COMMENT_CHARS} characters")
+    if "\x00" in text:
+        raise InvalidArgument("comment must not contain NUL characters")
+    return word, text
+
+
+def shown(entry: HistoryEntry, readable: Iterable[str]) -> ShownEntry:
+    """``entry`` as a reader who may read exactly ``readable`` of its documents sees it today."""
+    allowed = frozenset(readable)
+    if all(d in allowed for d in entry.document_ids):
+        return ShownEntry(entry, sources_revoked=False)
+    kept = tuple(s for s in entry.sources if s.document_id in allowed)
+    return ShownEntry(replace(entry, answer=None, sources=kept), sources_revoked=True)

@@ -1,0 +1,1 @@
+"""Users' conversations, history and ratings: what an answered query leaves behind, re-checked when read."""

@@ -1,0 +1,102 @@
+"""A query as a turn of its user's conversation: the follow-up rewritten, earlier turns quoted, the turn kept.
+
+``begin`` runs before any search: it checks that the named conversation is the caller's (unknown and
+another user's read the same: NotFound; an auditor may read conversations, not continue them), rewrites a
+follow-up from the earlier questions, and picks the earlier turns the prompt may quote — only those whose
+every cited document the caller may still read, so a revoked answer never reaches the language model again.
+``record`` keeps the answered query in the caller's history.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+from acl.errors import NotFound
+from service.domain.history import NO_SUCH_CONVERSATION, CitedSource, HistoryEntry, known_id
+from service.domain.queries import NO_ANSWER_GENERATED, NO_RELEVANT_DOCUMENT, Answer, Caller
+from service.generation.turns import EarlierTurn
+from service.history.recheck import Recheck
+from service.history.rewrite import Rewriter
+from service.persistence.history_ports import HistoryRepository
+
+_NOT_ANSWERS = frozenset({NO_RELEVANT_DOCUMENT, NO_ANSWER_GENERATED})
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A query's place in its conversation: what to search, and what the prompt may quote."""
+
+    conversation_id: str
+    #: The question to search: the rewrite of a follow-up, else the question as asked.
+    searched: str
+    #: What was searched, when the conversation had earlier turns; None for a conversation's first turn.
+    rewritten: str | None
+    earlier: tuple[EarlierTurn, ...]
+
+
+class Conversations:
+    """Opens and records the turns of conversations, for the query engine."""
+
+    def __init__(
+        self,
+        history: HistoryRepository,
+        recheck: Recheck,
+        rewriter: Rewriter,
+        *,
+        turns: int = 6,
+        max_question_chars: int = 4000,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._history = history
+        self._recheck = recheck
+        self._rewriter = rewriter
+        self._turns = turns
+        self._max_chars = max_question_chars
+        self._now = now
+
+    def begin(self, caller: Caller, conversation_id: str | None, question: str, model_id: str) -> Turn:
+        """The turn ``question`` opens; NotFound unless ``conversation_id`` (when given) is the caller's."""
+        if conversation_id is None:
+            return Turn(str(uuid.uuid4()), question, None, ())
+        known_id(conversation_id, "conversation")
+        entries = self._history.conversation(conversation_id, last=self._turns)
+        if not entries or entries[-1].user_id != caller.user_id:
+            raise NotFound(NO_SUCH_CONVERSATION)
+        earlier_questions = [e.rewritten_question or e.question for e in entries]
+        searched = self._rewriter.rewrite(earlier_questions, question, model_id)[: self._max_chars] or question
+        return Turn(conversation_id, searched, searched, self._quotable(caller, entries))
+
+    def _quotable(self, caller: Caller, entries: Sequence[HistoryEntry]) -> tuple[EarlierTurn, ...]:
+        readable = self._recheck.readable(caller, entries)
+        return tuple(
+            EarlierTurn(e.question, e.answer)
+            for e in entries
+            if e.answer is not None
+            and e.answer not in _NOT_ANSWERS
+            and all(d in readable.get(e.store_id, frozenset()) for d in e.document_ids)
+        )
+
+    def record(self, caller: Caller, store_id: str, question: str, turn: Turn, answer: Answer) -> Answer:
+        """Keep the answered query in the caller's history; the answer with its conversation and rewrite."""
+        self._history.record(
+            HistoryEntry(
+                query_id=answer.query_id,
+                user_id=caller.user_id,
+                store_id=store_id,
+                query_class=answer.query_class,
+                conversation_id=turn.conversation_id,
+                question=question,
+                rewritten_question=turn.rewritten,
+                answer=answer.answer,
+                sources=tuple(
+                    CitedSource(c.document_id, c.chunk_id, c.title, c.score, c.relevance) for c in answer.chunks
+                ),
+                level=answer.level,
+                threshold=answer.threshold,
+                created_at=self._now(),
+            )
+        )
+        return replace(answer, conversation_id=turn.conversation_id, rewritten_question=turn.rewritten)

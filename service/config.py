@@ -356,7 +356,7 @@ class HistoryConfig(_Section):
     """Users' query history, conversations and ratings (``service.history``)."""
 
     #: Days an answered query is kept; older entries (and their ratings) are purged at start-up
-    #: (``docqa serve``) and by ``docqa history purge``.
+    #: and hourly by ``docqa serve``, and by ``docqa history purge``.
     retention_days: int = Field(90, ge=1, le=36_500)
     #: Earlier turns of a conversation read for a follow-up (the rewrite and the prompt).
     turns: int = Field(6, ge=1, le=50)

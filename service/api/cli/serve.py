@@ -9,6 +9,9 @@ from typing import Any
 
 log = logging.getLogger("docqa.serve")
 
+#: How often a running server purges history entries past ``history.retention_days`` (also at start).
+PURGE_EVERY_S = 3600.0
+
 
 def cmd_serve(args: argparse.Namespace, app: Any) -> int:
     """Serve gRPC and HTTP (GraphQL, health, /metrics) until interrupted (SIGINT/SIGTERM)."""
@@ -23,8 +26,7 @@ def cmd_serve(args: argparse.Namespace, app: Any) -> int:
     # An OpenSearch DocQA would answer wrongly on stops start-up here (exit 8, the reason); one that does
     # not answer yet is logged and served anyway (/readyz tells the orchestrator).
     app.check_index_server()
-    purged = app.history.purge()  # history.retention_days, at every start
-    log.info("purged %d history entries past history.retention_days", purged)
+    purge_history(app)  # history.retention_days, at every start (and hourly below)
     services = services_for(app, Metrics())
     config = app.settings.server
     graphql_services = GraphQLServices(app, services.authenticator, services.queries, services.metrics)
@@ -49,6 +51,7 @@ def cmd_serve(args: argparse.Namespace, app: Any) -> int:
     # In the background: a language model that is slow to answer must not hold the ports back.
     threading.Thread(target=report_generator, args=(app,), name="docqa-generator-check", daemon=True).start()
     stop = threading.Event()
+    threading.Thread(target=keep_purging, args=(app, stop), name="docqa-history-purge", daemon=True).start()
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, lambda *_: stop.set())
     try:
@@ -61,6 +64,24 @@ def cmd_serve(args: argparse.Namespace, app: Any) -> int:
             server.stop()
         grpc_server.stop(5.0)
     return 0
+
+
+def purge_history(app: Any) -> int:
+    """Purge history entries past ``history.retention_days``; a failure is logged (the next run tries again)."""
+    try:
+        purged: int = app.history.purge()
+    except Exception:  # the database may be briefly away; serving goes on
+        log.exception("history entries could not be purged")
+        return 0
+    log.info("purged %d history entries past history.retention_days", purged)
+    return purged
+
+
+def keep_purging(app: Any, stop: Any, every_s: float = PURGE_EVERY_S) -> None:
+    """Purge every ``every_s`` seconds until ``stop`` (a threading.Event) is set: a server that runs for months
+    keeps no entry much past its retention."""
+    while not stop.wait(every_s):
+        purge_history(app)
 
 
 def report_generator(app: Any) -> list[str]:

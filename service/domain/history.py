@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from acl.errors import InvalidArgument, NotFound
@@ -60,11 +60,19 @@ class HistoryEntry:
     level: float | None
     threshold: float | None
     created_at: datetime
+    #: The documents (of the same store) behind the earlier answers of its conversation that its prompt
+    #: quoted, and behind what those quoted, and so on: the answer text may restate any of them.
+    quoted_document_ids: tuple[str, ...] = ()
 
     @property
     def document_ids(self) -> tuple[str, ...]:
         """The cited documents, each once, in citation order."""
         return tuple(dict.fromkeys(s.document_id for s in self.sources))
+
+    @property
+    def depends_on(self) -> tuple[str, ...]:
+        """Every document the answer text may draw on: the cited ones, then those behind the quoted turns."""
+        return tuple(dict.fromkeys((*self.document_ids, *self.quoted_document_ids)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +126,8 @@ def parse_cursor(cursor: str | None) -> Position | None:
         created = datetime.fromisoformat(when)
         if not isinstance(query_id, str) or created.tzinfo is None:
             raise ValueError
-    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
+        created = created.astimezone(UTC)  # an instant past year 9999 or before year 1 in UTC overflows here
+    except (ValueError, TypeError, OverflowError, binascii.Error, UnicodeDecodeError):
         raise InvalidArgument("invalid cursor: pass back an endCursor / next_page_token unchanged") from None
     return Position(created, query_id)
 
@@ -155,7 +164,7 @@ def parse_rating(rating: Any, comment: Any) -> tuple[Rating, str]:
 def shown(entry: HistoryEntry, readable: Iterable[str]) -> ShownEntry:
     """``entry`` as a reader who may read exactly ``readable`` of its documents sees it today."""
     allowed = frozenset(readable)
-    if all(d in allowed for d in entry.document_ids):
+    if all(d in allowed for d in entry.depends_on):
         return ShownEntry(entry, sources_revoked=False)
     kept = tuple(s for s in entry.sources if s.document_id in allowed)
     return ShownEntry(replace(entry, answer=None, sources=kept), sources_revoked=True)

@@ -12,6 +12,10 @@ WHOLE_DOCUMENTS = -1
 MAX_STORE_CHUNKS = 100
 
 
+#: The characters no question may hold: C0 controls but tab, line feed and carriage return, and DEL.
+_CONTROL = frozenset(chr(c) for c in (*range(0x20), 0x7F)) - {"\t", "\n", "\r"}
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """What one query may ask for (``query.*`` in the configuration)."""
@@ -38,6 +42,9 @@ class Limits:
             raise InvalidArgument("question must not be empty")
         if len(question) > self.max_question_chars:
             raise InvalidArgument(f"question is longer than {self.max_question_chars} characters")
+        if any(ch in _CONTROL for ch in question):
+            # No question needs them, and a database (PostgreSQL's text) refuses NUL after the work is done.
+            raise InvalidArgument("question must not contain control characters (tabs and line breaks are fine)")
         return question.strip()
 
     def document_ids(self, ids: object) -> list[str]:

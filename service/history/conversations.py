@@ -35,6 +35,8 @@ class Turn:
     #: What was searched, when the conversation had earlier turns; None for a conversation's first turn.
     rewritten: str | None
     earlier: tuple[EarlierTurn, ...]
+    #: The documents behind the quoted earlier turns (``HistoryEntry.quoted_document_ids`` of this turn).
+    quoted: tuple[str, ...] = ()
 
 
 class Conversations:
@@ -57,8 +59,9 @@ class Conversations:
         self._max_chars = max_question_chars
         self._now = now
 
-    def begin(self, caller: Caller, conversation_id: str | None, question: str, model_id: str) -> Turn:
-        """The turn ``question`` opens; NotFound unless ``conversation_id`` (when given) is the caller's."""
+    def begin(self, caller: Caller, conversation_id: str | None, question: str, model_id: str, store_id: str) -> Turn:
+        """The turn ``question`` (on ``store_id``) opens; NotFound unless ``conversation_id`` (when given) is the
+        caller's."""
         if conversation_id is None:
             return Turn(str(uuid.uuid4()), question, None, ())
         known_id(conversation_id, "conversation")
@@ -67,17 +70,28 @@ class Conversations:
             raise NotFound(NO_SUCH_CONVERSATION)
         earlier_questions = [e.rewritten_question or e.question for e in entries]
         searched = self._rewriter.rewrite(earlier_questions, question, model_id)[: self._max_chars] or question
-        return Turn(conversation_id, searched, searched, self._quotable(caller, entries))
+        quoted = self._quotable(caller, [e for e in entries if e.store_id == store_id])
+        documents = tuple(dict.fromkeys(d for e in quoted for d in e.depends_on))
+        return Turn(
+            conversation_id,
+            searched,
+            searched,
+            tuple(EarlierTurn(e.question, e.answer or "") for e in quoted),
+            documents,
+        )
 
-    def _quotable(self, caller: Caller, entries: Sequence[HistoryEntry]) -> tuple[EarlierTurn, ...]:
+    def _quotable(self, caller: Caller, entries: Sequence[HistoryEntry]) -> list[HistoryEntry]:
+        """The earlier turns the prompt may quote: answered, and every document their answer draws on (cited, or
+        behind a turn they quoted in turn) still readable. Only turns of the queried store are quoted, so that
+        what a turn draws on is always in its own store, where it is checked again whenever it is read."""
         readable = self._recheck.readable(caller, entries)
-        return tuple(
-            EarlierTurn(e.question, e.answer)
+        return [
+            e
             for e in entries
             if e.answer is not None
             and e.answer not in _NOT_ANSWERS
-            and all(d in readable.get(e.store_id, frozenset()) for d in e.document_ids)
-        )
+            and all(d in readable.get(e.store_id, frozenset()) for d in e.depends_on)
+        ]
 
     def record(self, caller: Caller, store_id: str, question: str, turn: Turn, answer: Answer) -> Answer:
         """Keep the answered query in the caller's history; the answer with its conversation and rewrite."""
@@ -97,6 +111,8 @@ class Conversations:
                 level=answer.level,
                 threshold=answer.threshold,
                 created_at=self._now(),
+                # What the prompt quoted, only when the generator saw it (a search-only turn quoted nothing).
+                quoted_document_ids=turn.quoted if answer.llm_called else (),
             )
         )
         return replace(answer, conversation_id=turn.conversation_id, rewritten_question=turn.rewritten)

@@ -18,10 +18,10 @@ class Recheck:
         self._checker = checker
 
     def readable(self, reader: Caller, entries: Sequence[HistoryEntry]) -> dict[str, frozenset[str]]:
-        """For each store of ``entries``, the documents they cite that ``reader`` may read today."""
+        """For each store of ``entries``, the documents they draw on (``depends_on``) that ``reader`` may read today."""
         wanted: dict[str, set[str]] = {}
         for entry in entries:
-            wanted.setdefault(entry.store_id, set()).update(entry.document_ids)
+            wanted.setdefault(entry.store_id, set()).update(entry.depends_on)
         return {
             store: self._checker.readable(store, reader.principals(self._directory, store), documents)
             for store, documents in wanted.items()

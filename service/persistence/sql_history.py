@@ -39,6 +39,8 @@ class HistoryRow(Base):
     rewritten_question: Mapped[str | None] = mapped_column(Text, nullable=True)
     answer: Mapped[str | None] = mapped_column(Text, nullable=True)
     sources: Mapped[str] = mapped_column(Text)  # JSON list of cited chunks (ids, title, scores; never text)
+    #: JSON list of the document ids behind the earlier turns its prompt quoted (HistoryEntry.quoted_document_ids).
+    quoted_documents: Mapped[str] = mapped_column(Text, server_default="[]")
     level: Mapped[float | None] = mapped_column(Float, nullable=True)
     threshold: Mapped[float | None] = mapped_column(Float, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
@@ -77,10 +79,20 @@ def _entry(row: HistoryRow) -> HistoryEntry:
         rewritten_question=row.rewritten_question,
         answer=row.answer,
         sources=tuple(CitedSource(**s) for s in json.loads(row.sources)),
+        quoted_document_ids=tuple(json.loads(row.quoted_documents)),
         level=row.level,
         threshold=row.threshold,
         created_at=_utc(row.created_at),
     )
+
+
+def _text(text: str) -> str:
+    """``text`` as every database keeps it: PostgreSQL's text refuses NUL (a language model's answer may hold one)."""
+    return text.replace("\x00", "")
+
+
+def _opt_text(text: str | None) -> str | None:
+    return None if text is None else _text(text)
 
 
 def _feedback(row: FeedbackRow) -> Feedback:
@@ -122,10 +134,11 @@ class SqlHistoryRepository(HistoryRepository):
                     store_id=entry.store_id,
                     query_class=entry.query_class,
                     conversation_id=entry.conversation_id,
-                    question=entry.question,
-                    rewritten_question=entry.rewritten_question,
-                    answer=entry.answer,
+                    question=_text(entry.question),
+                    rewritten_question=_opt_text(entry.rewritten_question),
+                    answer=_opt_text(entry.answer),
                     sources=json.dumps(sources, ensure_ascii=False),
+                    quoted_documents=json.dumps(list(entry.quoted_document_ids), ensure_ascii=False),
                     level=entry.level,
                     threshold=entry.threshold,
                     created_at=_utc(entry.created_at),

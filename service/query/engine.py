@@ -96,7 +96,7 @@ class QueryEngine:
         turn = (
             None
             if conversations is None
-            else conversations.begin(caller, query.conversation_id, question, store.llm_model_id)
+            else conversations.begin(caller, query.conversation_id, question, store.llm_model_id, store.id)
         )
         ctx = QueryContext(store, question if turn is None else turn.searched, level, principals)
         scope: Scope

@@ -15,7 +15,7 @@ import numpy as np
 
 from indexer.index.attributes import parse_instant, to_millis
 from indexer.index.embedded.rows import NO_INSTANT, Mask, RowTable
-from indexer.index.filters import METADATA_PREFIX, Filter, fold, glob_regex, validate
+from indexer.index.filters import METADATA_PREFIX, Filter, fold, glob_matches, validate
 
 
 def filter_mask(filter_: Filter | None, rows: RowTable) -> Mask:
@@ -59,8 +59,7 @@ def _condition(field: str, operator: str, value: Any, rows: RowTable) -> Mask:
     if operator == "prefix":
         field, values = "document_id", [d for d in rows.postings["document_id"] if d.startswith(value)]
     elif operator == "glob":
-        pattern = glob_regex(value)
-        field, values = "document_id", [d for d in rows.postings["document_id"] if pattern.fullmatch(d)]
+        field, values = "document_id", [d for d in rows.postings["document_id"] if glob_matches(value, d)]
     elif operator == "contains":
         wanted = fold(value)
         field, values = "title", [t for t in rows.postings["title"] if wanted in fold(t)]

@@ -33,6 +33,7 @@ def upgrade() -> None:
         sa.Column("rewritten_question", sa.Text(), nullable=True),
         sa.Column("answer", sa.Text(), nullable=True),
         sa.Column("sources", sa.Text(), nullable=False),
+        sa.Column("quoted_documents", sa.Text(), nullable=False, server_default="[]"),
         sa.Column("level", sa.Float(), nullable=True),
         sa.Column("threshold", sa.Float(), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),

@@ -167,4 +167,5 @@ def shown(entry: HistoryEntry, readable: Iterable[str]) -> ShownEntry:
     if all(d in allowed for d in entry.depends_on):
         return ShownEntry(entry, sources_revoked=False)
     kept = tuple(s for s in entry.sources if s.document_id in allowed)
-    return ShownEntry(replace(entry, answer=None, sources=kept), sources_revoked=True)
+    quoted = tuple(d for d in entry.quoted_document_ids if d in allowed)
+    return ShownEntry(replace(entry, answer=None, sources=kept, quoted_document_ids=quoted), sources_revoked=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from acl.errors import NotFound
+from service.domain.analysis import Comparison, Summary
 from service.domain.history import NO_SUCH_CONVERSATION, CitedSource, HistoryEntry, known_id
 from service.domain.queries import NO_ANSWER_GENERATED, NO_RELEVANT_DOCUMENT, Answer, Caller
 from service.generation.turns import EarlierTurn
@@ -92,6 +93,40 @@ class Conversations:
             and e.answer not in _NOT_ANSWERS
             and all(d in readable.get(e.store_id, frozenset()) for d in e.depends_on)
         ]
+
+    def keep(
+        self,
+        caller: Caller,
+        store_id: str,
+        query_class: str,
+        label: str,
+        result: Summary | Comparison,
+        documents: Sequence[str],
+    ) -> None:
+        """Keep a summary or comparison in the caller's history, as a conversation of its own.
+
+        ``label`` stands for the question (it names no document: an entry whose documents were revoked must
+        not name them); the entry depends on every one of ``documents``, so revoking any redacts it.
+        """
+        self._history.record(
+            HistoryEntry(
+                query_id=result.query_id,
+                user_id=caller.user_id,
+                store_id=store_id,
+                query_class=query_class,
+                conversation_id=str(uuid.uuid4()),
+                question=label,
+                rewritten_question=None,
+                answer=result.summary if isinstance(result, Summary) else result.comparison,
+                sources=tuple(
+                    CitedSource(c.document_id, c.chunk_id, c.title, c.score, c.relevance) for c in result.sources
+                ),
+                level=None,
+                threshold=None,
+                created_at=self._now(),
+                quoted_document_ids=tuple(dict.fromkeys(documents)),
+            )
+        )
 
     def record(self, caller: Caller, store_id: str, question: str, turn: Turn, answer: Answer) -> Answer:
         """Keep the answered query in the caller's history; the answer with its conversation and rewrite."""

@@ -132,9 +132,13 @@ class QueryEngine:
     ) -> Summary:
         """Summarise a document the caller may read (NotFound otherwise, as for a query); see ``summary``."""
         store = self._store(request.store_id)
-        return self._analysis.summarize(
+        summary = self._analysis.summarize(
             store, self.principals(caller, store.id), self._limits, request, on_text, cancel
         )
+        if self._conversations is not None:
+            label = f"Summary ({summary.length.lower()})"
+            self._conversations.keep(caller, store.id, "summary", label, summary, [summary.document_id])
+        return summary
 
     def compare(
         self,
@@ -146,7 +150,13 @@ class QueryEngine:
         """Compare 2-5 documents the caller may read (NotFound for the whole request if one is not); see
         ``comparison``."""
         store = self._store(request.store_id)
-        return self._analysis.compare(store, self.principals(caller, store.id), self._limits, request, on_text, cancel)
+        comparison = self._analysis.compare(
+            store, self.principals(caller, store.id), self._limits, request, on_text, cancel
+        )
+        if self._conversations is not None:
+            label = comparison.question or f"Comparison of {len(comparison.document_ids)} documents"
+            self._conversations.keep(caller, store.id, "comparison", label, comparison, comparison.document_ids)
+        return comparison
 
     def principals(self, caller: Caller, store_id: str | None = None) -> frozenset[str]:
         """The caller's principal set: user, transitive groups, token groups, everyone.

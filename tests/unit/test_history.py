@@ -217,3 +217,21 @@ def test_any_cursor_is_a_position_or_invalid_argument(text: str) -> None:
 def test_page_size_out_of_range_is_invalid(hw: HistoryWorld, first: object) -> None:
     with pytest.raises(InvalidArgument):
         hw.history.page(ALICE, first)
+
+
+def test_summaries_and_comparisons_are_kept_and_redacted_like_answers(hw: HistoryWorld) -> None:
+    from service.domain.analysis import ComparisonRequest, SummaryRequest
+
+    summary = hw.world.engine.summarize(ALICE, SummaryRequest(STORE, "q3.md", "short"))
+    comparison = hw.world.engine.compare(ALICE, ComparisonRequest(STORE, ("q3.md", "vacation.md"), None))
+    entries = {s.entry.query_id: s for s in hw.history.page(ALICE).entries}
+    kept = entries[summary.query_id]
+    assert kept.entry.query_class == "summary" and kept.entry.answer == summary.summary
+    assert "q3" not in kept.entry.question  # the label names no document
+    assert entries[comparison.query_id].entry.query_class == "comparison"
+    hw.history.rate(ALICE, summary.query_id, "UP", "")  # a summary can be rated like an answer
+    hw.world.access.remove_member("group:finance", "user:alice", "test")
+    for query_id in (summary.query_id, comparison.query_id):
+        shown = next(s for s in hw.history.page(ALICE).entries if s.entry.query_id == query_id)
+        assert shown.sources_revoked and shown.entry.answer is None
+        assert "48 million" not in repr(shown) and "q3.md" not in repr(shown)

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from acl.errors import NotFound
 from service.domain.analysis import Comparison, Summary
 from service.domain.history import NO_SUCH_CONVERSATION, CitedSource, HistoryEntry, known_id
-from service.domain.queries import NO_ANSWER_GENERATED, NO_RELEVANT_DOCUMENT, Answer, Caller
+from service.domain.queries import NO_ANSWER_GENERATED, NO_RELEVANT_DOCUMENT, Answer, Caller, SourceChunk
 from service.generation.turns import EarlierTurn
 from service.history.recheck import Recheck
 from service.history.rewrite import Rewriter
@@ -118,9 +118,7 @@ class Conversations:
                 question=label,
                 rewritten_question=None,
                 answer=result.summary if isinstance(result, Summary) else result.comparison,
-                sources=tuple(
-                    CitedSource(c.document_id, c.chunk_id, c.title, c.score, c.relevance) for c in result.sources
-                ),
+                sources=_cited(result.sources),
                 level=None,
                 threshold=None,
                 created_at=self._now(),
@@ -140,9 +138,7 @@ class Conversations:
                 question=question,
                 rewritten_question=turn.rewritten,
                 answer=answer.answer,
-                sources=tuple(
-                    CitedSource(c.document_id, c.chunk_id, c.title, c.score, c.relevance) for c in answer.chunks
-                ),
+                sources=_cited(answer.chunks),
                 level=answer.level,
                 threshold=answer.threshold,
                 created_at=self._now(),
@@ -151,3 +147,8 @@ class Conversations:
             )
         )
         return replace(answer, conversation_id=turn.conversation_id, rewritten_question=turn.rewritten)
+
+
+def _cited(chunks: Sequence[SourceChunk]) -> tuple[CitedSource, ...]:
+    """What history keeps of the chunks a result cited: where they are and how they scored, never their text."""
+    return tuple(CitedSource(c.document_id, c.chunk_id, c.title, c.score, c.relevance) for c in chunks)

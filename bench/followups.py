@@ -1,6 +1,6 @@
 """Conversation rewriting on follow-up pairs of the PostgreSQL 15 manual: hit@1 / hit@5 of three searches.
 
-    python bench/followups.py [--pairs bench/quality/postgresql-15-followups.yaml] [--others 100] [--data-dir DIR]
+    python bench/followups.py [--pairs bench/quality/followups/postgresql-15.yaml] [--others 100] [--data-dir DIR]
 
 Indexes, with the packaged embedding model, the pages the pairs name plus ``--others`` other pages of the
 manual (a fixed random draw of pages under 30 kB, to keep the run to minutes on 2 cores), readable by
@@ -53,7 +53,7 @@ def ranked(engine: object, question: str) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pairs", default=str(ROOT / "bench" / "quality" / "postgresql-15-followups.yaml"))
+    parser.add_argument("--pairs", default=str(ROOT / "bench" / "quality" / "followups" / "postgresql-15.yaml"))
     parser.add_argument("--others", type=int, default=100, help="pages indexed besides the pairs' own")
     parser.add_argument("--data-dir", help="keep the index here (re-runs skip unchanged pages)")
     args = parser.parse_args()

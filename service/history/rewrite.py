@@ -25,7 +25,7 @@ from service.generation.port import ContextChunk, Generator, Prompt
 log = logging.getLogger("docqa.history")
 
 #: Earlier key terms a rewrite carries over at most. Few, so that the follow-up's own words keep the lead:
-#: on bench/quality/postgresql-15-followups.yaml 2 gave hit@1 0.56 / hit@5 0.94, 3 gave 0.44 / 0.97 and
+#: on bench/quality/followups/postgresql-15.yaml 2 gave hit@1 0.56 / hit@5 0.94, 3 gave 0.44 / 0.97 and
 #: 8 gave 0.38 / 0.94 (the follow-up alone: 0.44 / 0.78) — chosen on that same set, so an optimistic figure.
 MAX_CARRIED = 2
 #: A question with fewer content words than this cannot stand alone.

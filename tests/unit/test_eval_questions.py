@@ -84,3 +84,17 @@ def test_the_shipped_question_files_load() -> None:
     for path in [root / "examples" / "acme-questions.yaml", *sorted((root / "bench" / "quality").glob("*.yaml"))]:
         questions = load_questions(path)
         assert questions.questions, path
+
+
+def test_the_shipped_follow_up_pairs_are_well_formed() -> None:
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    for path in sorted((root / "bench" / "quality" / "followups").glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        pairs = data["pairs"]
+        assert len(pairs) >= 30, path
+        assert len({p["id"] for p in pairs}) == len(pairs), path
+        for pair in pairs:
+            assert {"first", "follow_up", "standalone", "documents"} <= set(pair), pair.get("id")
+            assert pair["follow_up"] != pair["standalone"] and pair["documents"], pair["id"]

@@ -162,15 +162,7 @@ class Summary:
             "method": self.method,
             "sections": [s.to_dict() for s in self.sections],
             "sections_covered": self.sections_covered,
-            "sources": [c.to_dict(local=local) for c in self.sources],
-            "documents": [d.to_dict(local=local) for d in self.documents],
-            "model_id": self.model_id,
-            "llm_called": self.llm_called,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
-            "warnings": list(self.warnings),
-            "generation_error": self.generation_error,
+            **_outcome(self, local),
         }
 
 
@@ -244,13 +236,20 @@ class Comparison:
             "topics": [t.to_dict(local=local) for t in self.topics],
             "comparison": self.comparison,
             "extractive": self.extractive,
-            "sources": [c.to_dict(local=local) for c in self.sources],
-            "documents": [d.to_dict(local=local) for d in self.documents],
-            "model_id": self.model_id,
-            "llm_called": self.llm_called,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
-            "warnings": list(self.warnings),
-            "generation_error": self.generation_error,
+            **_outcome(self, local),
         }
+
+
+def _outcome(result: Summary | Comparison, local: bool) -> dict[str, Any]:
+    """What a summary's and a comparison's presentations share: sources, documents and how the result was made."""
+    return {
+        "sources": [c.to_dict(local=local) for c in result.sources],
+        "documents": [d.to_dict(local=local) for d in result.documents],
+        "model_id": result.model_id,
+        "llm_called": result.llm_called,
+        "input_tokens": result.input_tokens,
+        "output_tokens": result.output_tokens,
+        "timings_ms": {k: round(v, 3) for k, v in result.timings_ms.items()},
+        "warnings": list(result.warnings),
+        "generation_error": result.generation_error,
+    }

@@ -9,21 +9,18 @@ Times are stored in UTC (SQLite keeps no zone; PostgreSQL's ``timestamptz`` does
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import DateTime, Float, ForeignKey, Index, String, Text, and_, delete, or_, select
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 from sqlalchemy.sql.elements import ColumnElement
 
-from acl.errors import Unavailable
 from service.domain.history import CitedSource, Feedback, HistoryEntry, Position, Rating
 from service.persistence.history_ports import HistoryRepository
-from service.persistence.sql_base import Base
+from service.persistence.sql_base import Base, transaction
 
 _BATCH = 500
 
@@ -112,13 +109,8 @@ class SqlHistoryRepository(HistoryRepository):
     def __init__(self, engine: Engine) -> None:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
-    @contextmanager
-    def _session(self) -> Iterator[Session]:
-        try:
-            with self._sessions.begin() as session:
-                yield session
-        except OperationalError as exc:
-            raise Unavailable(f"settings database unavailable: {exc.orig.__class__.__name__}") from None
+    def _session(self) -> AbstractContextManager[Session]:
+        return transaction(self._sessions)
 
     def record(self, entry: HistoryEntry) -> None:
         sources = [

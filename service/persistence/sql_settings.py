@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from service.domain.retrieval_settings import RetrievalDefaults
 from service.domain.store import DocumentRecord, Store
 from service.persistence.ports import AuditRecord, SettingsRepository
 from service.persistence.sql_access import AclRow, SqlAccessRows, read_acls, write_ingested_acl
-from service.persistence.sql_base import Base
+from service.persistence.sql_base import Base, transaction
 from service.persistence.sql_history import HistoryRow as _HistoryRow  # noqa: F401  (its tables join the metadata)
 
 __all__ = ["Base", "SqlSettingsRepository", "make_engine"]
@@ -168,13 +168,8 @@ class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
             engine.dispose()
             raise
 
-    @contextmanager
-    def _session(self) -> Iterator[Session]:
-        try:
-            with self._sessions.begin() as session:
-                yield session
-        except OperationalError as exc:
-            raise Unavailable(f"settings database unavailable: {exc.orig.__class__.__name__}") from None
+    def _session(self) -> AbstractContextManager[Session]:
+        return transaction(self._sessions)
 
     def close(self) -> None:
         self._engine.dispose()

@@ -365,6 +365,18 @@ class HistoryConfig(_Section):
     audit_role: str = Field("docqa-history-auditor", min_length=1, max_length=200)
 
 
+class WebConfig(_Section):
+    """The web console on the HTTP port (``service.api.web``): the ask page, the admin page, GraphiQL."""
+
+    #: Serve the ask page at / and the admin page at /admin.
+    console: bool = True
+    #: Serve GraphiQL (from the package's own assets) at GET /graphql; turn off in production.
+    graphiql: bool = True
+    #: Offer a dev login on the ask page that mints a token for any user name: only with
+    #: ``auth.allow_unauthenticated`` and the laptop's generated secret. Never in production.
+    dev_login: bool = False
+
+
 class _DatabaseUrlAlias(PydanticBaseSettingsSource):
     """``DOCQA_DATABASE_URL``, the usual name for a service's database URL, sets ``database.url``
     (``DOCQA_DATABASE__URL`` wins when both are set)."""
@@ -400,6 +412,7 @@ class Settings(BaseSettings):
     auth: AuthConfig = Field(default_factory=lambda: AuthConfig())
     limits: LimitsConfig = Field(default_factory=lambda: LimitsConfig())
     history: HistoryConfig = HistoryConfig()
+    web: WebConfig = WebConfig()
 
     @classmethod
     def settings_customise_sources(
@@ -421,6 +434,14 @@ class Settings(BaseSettings):
         problems = self.generator.watsonx.connection_problems() if self.rerank.kind == "watsonx" else []
         if problems:
             raise ValueError("rerank.kind watsonx connects with generator.watsonx: " + "; ".join(problems))
+        return self
+
+    @model_validator(mode="after")
+    def _dev_login_on_a_laptop(self) -> Settings:
+        if self.web.dev_login and not self.auth.allow_unauthenticated:
+            raise ValueError("web.dev_login needs auth.allow_unauthenticated: true (a dev login is unauthenticated)")
+        if self.web.dev_login and self.auth.keys_configured:
+            raise ValueError("web.dev_login works only with the generated data-directory secret (no auth keys set)")
         return self
 
     @model_validator(mode="after")

@@ -16,9 +16,10 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from acl.errors import DocQAError, InvalidArgument, PermissionDenied
+from indexer.index.attributes import parse_instant
 from service.api.errors import mapping_for
 from service.domain.queries import Answer, DocumentQuery, MultiDocumentQuery, Query, VectorQuery
 from service.observability.metrics import Metrics
@@ -146,12 +147,34 @@ class AuditedQueries:
         except Exception:  # the caller gets the original error; the audit failure is logged
             log.exception("could not write the audit record of a failed query")
 
-    def entries(self, identity: Identity, user_id: str | None = None, limit: int = 100) -> list[AuditRecord]:
-        """A caller's own records; an admin may read anyone's (``user_id``) or all (None)."""
+    def entries(
+        self,
+        identity: Identity,
+        user_id: str | None = None,
+        limit: int = 100,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> list[AuditRecord]:
+        """A caller's own records; an admin may read anyone's (``user_id``) or all (None).
+
+        ``since`` and ``until`` (ISO-8601; inclusive) bound when the queries were made; a bare date is a
+        whole UTC day, so ``until: 2024-05-01`` includes that day.
+        """
         if isinstance(limit, bool) or not 1 <= limit <= MAX_AUDIT_LIMIT:
             raise InvalidArgument(f"limit must be between 1 and {MAX_AUDIT_LIMIT}")
         if not identity.is_admin:
             if user_id not in (None, "", identity.user_id):
                 raise PermissionDenied("only an admin may read another user's audit entries")
             user_id = identity.user_id
-        return self.repository().audit_records(user_id or None, limit)
+        start = None if since is None else parse_instant(since, "since")
+        end = None if until is None else _end_of(until)
+        if start is not None and end is not None and end <= start:
+            raise InvalidArgument("until must not be before since")
+        return self.repository().audit_records(user_id or None, limit, start, end)
+
+
+def _end_of(until: str) -> datetime:
+    """The first instant after ``until``: the next midnight for a bare date, else a millisecond later."""
+    instant = parse_instant(until, "until")
+    whole_day = len(until.strip()) == len("2024-05-01")
+    return instant + (timedelta(days=1) if whole_day else timedelta(milliseconds=1))

@@ -1,4 +1,5 @@
-"""The HTTP side: GraphQL (and GraphiQL) at /graphql, liveness, readiness and /metrics, served by uvicorn.
+"""The HTTP side: GraphQL (and GraphiQL) at /graphql, the web console, liveness, readiness and /metrics, served
+by uvicorn.
 
 With ``server.metrics_port`` set, /metrics moves to an operations listener of its own (with the health
 endpoints, for probes and Prometheus); with ``server.metrics_token`` set, /metrics wants that bearer token.
@@ -18,15 +19,18 @@ from typing import Any
 from cross_web import HTTPException
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from strawberry.asgi import GraphQL
+from strawberry.subscriptions import GRAPHQL_SSE_PROTOCOL
 
 from service.api.errors import bounded_message
 from service.api.graphql.rate_limit import RateLimitedGraphQL, verified_identity
 from service.api.graphql.schema import GraphQLServices, RequestContext, build_schema
 from service.api.tls import describe, uvicorn_tls_options
+from service.api.web.headers import SecurityHeaders
+from service.api.web.pages import console_routes, graphiql_page
 from service.security.rate_limit import RateLimiter
 
 log = logging.getLogger("docqa.http")
@@ -49,6 +53,10 @@ class _DocQAGraphQL(GraphQL[RequestContext, None]):
     async def get_context(self, request: Any, response: Any) -> RequestContext:
         known = verified_identity(request)  # verified already by the rate limiter
         return RequestContext(self._services, request.headers.get("authorization"), [known] if known else [])
+
+    async def render_graphql_ide(self, request: Any) -> Response:
+        """GraphiQL from the package's own assets (strawberry's page would load them from a CDN)."""
+        return HTMLResponse(graphiql_page(), headers={"cache-control": "no-cache"})
 
     def decode_json(self, data: str | bytes) -> object:
         try:
@@ -188,14 +196,23 @@ def build_http_app(services: GraphQLServices) -> ASGIApp:
     """The ASGI application of the HTTP port (/metrics only when no metrics port is configured)."""
     config = services.app.settings.server
     schema = build_schema(config.graphql_max_depth, config.graphql_max_tokens, config.graphql_max_aliases)
-    graphql: ASGIApp = _DocQAGraphQL(services, schema=schema, graphql_ide="graphiql", allow_queries_via_get=False)
+    ide = "graphiql" if services.app.settings.web.graphiql else None
+    # Subscriptions (askStream) as server-sent events on POST only: no WebSocket endpoint to secure separately.
+    graphql: ASGIApp = _DocQAGraphQL(
+        services,
+        schema=schema,
+        graphql_ide=ide,
+        allow_queries_via_get=False,
+        subscription_protocols=(GRAPHQL_SSE_PROTOCOL,),
+    )
     rates = services.app.settings.limits.rate
     limiter = RateLimiter.from_config(rates.graphql, rates.max_callers)
     if limiter is not None:
         graphql = RateLimitedGraphQL(graphql, services.authenticator, limiter, services.metrics)
     metrics = [_metrics_route(services)] if config.metrics_port is None else []
-    app = Starlette(routes=[*_health_routes(services), *metrics, Route("/graphql", graphql, methods=["GET", "POST"])])
-    return _BodyLimit(app, config.max_message_bytes)
+    routes = [*_health_routes(services), *metrics, Route("/graphql", graphql, methods=["GET", "POST"])]
+    app = Starlette(routes=[*routes, *console_routes(services)])
+    return _BodyLimit(SecurityHeaders(app), config.max_message_bytes)
 
 
 def build_metrics_app(services: GraphQLServices) -> ASGIApp:

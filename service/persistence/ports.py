@@ -134,8 +134,15 @@ class AuditLog(ABC):
         """Append one query's audit record."""
 
     @abstractmethod
-    def audit_records(self, user_id: str | None = None, limit: int = 100) -> list[AuditRecord]:
-        """The newest records first; only ``user_id``'s when given."""
+    def audit_records(
+        self,
+        user_id: str | None = None,
+        limit: int = 100,
+        since: datetime | None = None,
+        before: datetime | None = None,
+    ) -> list[AuditRecord]:
+        """The newest records first; only ``user_id``'s when given, only those made at or after ``since``
+        and before ``before`` when given."""
 
 
 class SettingsRepository(StoreRepository, DocumentCatalog, AccessRepository, AuditLog, ABC):

@@ -323,10 +323,20 @@ class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
                 )
             )
 
-    def audit_records(self, user_id: str | None = None, limit: int = 100) -> list[AuditRecord]:
+    def audit_records(
+        self,
+        user_id: str | None = None,
+        limit: int = 100,
+        since: datetime | None = None,
+        before: datetime | None = None,
+    ) -> list[AuditRecord]:
         query = select(AuditRow).order_by(AuditRow.created_at.desc(), AuditRow.seq.desc()).limit(limit)
         if user_id is not None:
             query = query.where(AuditRow.user_id == user_id)
+        if since is not None:
+            query = query.where(AuditRow.created_at >= since)
+        if before is not None:
+            query = query.where(AuditRow.created_at < before)
         with self._session() as s:
             return [_audit(row) for row in s.scalars(query)]
 

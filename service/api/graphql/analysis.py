@@ -1,7 +1,6 @@
 """GraphQL types and resolvers of ``summarizeDocument`` and ``compareDocuments`` (schema.py delegates here).
 
-The chunk, document and timing types are the schema's own, referred to lazily (``strawberry.lazy``) because
-the schema module imports this one.
+The chunk, document and timing types are those of ``results``, referred to lazily (``strawberry.lazy``).
 """
 
 from __future__ import annotations
@@ -17,9 +16,9 @@ from service.domain.analysis import Comparison, ComparisonRequest, Summary, Summ
 from service.security.tokens import Identity
 
 if TYPE_CHECKING:
-    from service.api.graphql.schema import Chunk, SourceDocument, Timing
+    from service.api.graphql.results import Chunk, SourceDocument, Timing
 
-_SCHEMA = "service.api.graphql.schema"
+_SCHEMA = "service.api.graphql.results"
 
 
 @strawberry.enum(description="How long a summary is: SHORT (at most 5 sentences), MEDIUM (12), LONG (30).")
@@ -107,7 +106,7 @@ class ComparisonResult:
 
 
 def _presented(result: Summary | Comparison) -> dict[str, object]:
-    from service.api.graphql.schema import Chunk, SourceDocument, Timing
+    from service.api.graphql.results import Chunk, SourceDocument, Timing
 
     return {
         "sources": [Chunk.of(c) for c in result.sources],
@@ -135,7 +134,7 @@ def summarize_document(
 def compare_documents(
     queries: AuditedQueries, identity: Identity, store_id: str, document_ids: list[str], question: str | None
 ) -> ComparisonResult:
-    from service.api.graphql.schema import Chunk
+    from service.api.graphql.results import Chunk
 
     comparison = AuditedAnalysis(queries).compare(
         identity, ComparisonRequest(store_id, tuple(document_ids), question), "graphql"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -32,10 +32,12 @@ from service.api.graphql.analysis import (
     summarize_document,
 )
 from service.api.graphql.calibration import CalibrationReportType, calibrate_store
+from service.api.graphql.console import DocumentInfo, RelevancyPreview, readable_documents, relevancy_preview
 from service.api.graphql.filters import QueryFilter, metadata_filter
+from service.api.graphql.results import QueryResult, Timing
+from service.api.graphql.streaming import AnswerEvent, StreamSlots, answer_events, stream_query
 from service.bootstrap import App
-from service.domain.queries import Answer, DocumentQuery, MultiDocumentQuery, SourceChunk, VectorQuery
-from service.domain.queries import SourceDocument as SourceDocumentRecord
+from service.domain.queries import DocumentQuery, MultiDocumentQuery, VectorQuery
 from service.observability.metrics import Metrics
 from service.persistence.ports import AuditRecord
 from service.security.tokens import Authenticator, Identity, require_admin
@@ -50,6 +52,11 @@ class GraphQLServices:
     authenticator: Authenticator
     queries: AuditedQueries
     metrics: Metrics
+    #: Answers streaming at once (``askStream``), at most ``limits.max_streams``.
+    stream_slots: StreamSlots = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stream_slots = StreamSlots(self.app.settings.limits.max_streams)
 
 
 @dataclass
@@ -79,106 +86,6 @@ async def _run(info: Info[RequestContext, None], name: str, work: Callable[[Requ
 
 
 # ---------------------------------------------------------------------------- types
-@strawberry.type(description="A chunk an answer is based on, with its raw score and 0-1 relevance.")
-class Chunk:
-    document_id: str
-    chunk_id: str
-    title: str
-    source_uri: str
-    text: str
-    heading_path: list[str]
-    score: float | None
-    relevance: float | None
-    start: int
-    end: int
-    pages: list[int] = strawberry.field(description="1-based PDF pages the chunk spans; empty without pages.")
-    anchor: str = strawberry.field(description="The HTML id of the chunk's section; empty when none.")
-    link: str | None = strawberry.field(description="Where to open the chunk (http(s)); null when nowhere.")
-
-    @staticmethod
-    def of(chunk: SourceChunk) -> Chunk:
-        # The one presentation of a source chunk, shared with gRPC and the CLI's JSON.
-        return Chunk(**chunk.to_dict())
-
-
-@strawberry.type(description="An answer's sources from one document, its chunks in rank order.")
-class SourceDocument:
-    document_id: str
-    title: str
-    source_uri: str
-    link: str | None = strawberry.field(description="Where to open the document (http(s)); null when nowhere.")
-    best_score: float | None
-    best_relevance: float | None
-    pages: list[int] = strawberry.field(description="The pages its chunks span, sorted.")
-    chunks: list[Chunk]
-
-    @staticmethod
-    def of(document: SourceDocumentRecord) -> SourceDocument:
-        fields = document.to_dict()
-        fields["chunks"] = [Chunk.of(c) for c in document.chunks]
-        return SourceDocument(**fields)
-
-
-@strawberry.type(description="Milliseconds one step of a query took.")
-class Timing:
-    name: str
-    ms: float
-
-
-@strawberry.type(description="What every query class returns (the same shape as gRPC's QueryResponse).")
-class QueryResult:
-    query_id: str
-    query_class: str
-    answer: str | None
-    chunks: list[Chunk]
-    threshold: float | None
-    level: float | None
-    no_relevant_document: bool
-    retry_without_threshold_allowed: bool
-    model_id: str | None
-    llm_called: bool
-    input_tokens: int
-    output_tokens: int
-    generation_error: str | None
-    timings_ms: list[Timing]
-    documents: list[SourceDocument] = strawberry.field(
-        description="The chunks grouped per document, in the rank order of each document's first chunk."
-    )
-    warnings: list[str] = strawberry.field(
-        description="What a reader should know about this answer: citations of sources that do not exist were "
-        "removed, sentences cite no source, the reranker was unavailable (sources in retrieval order)."
-    )
-    conversation_id: str | None = strawberry.field(
-        default=None, description="The conversation this answer is a turn of (a new one when none was named)."
-    )
-    rewritten_question: str | None = strawberry.field(
-        default=None, description="What was searched: the follow-up rewritten from the conversation's earlier turns."
-    )
-
-    @staticmethod
-    def of(answer: Answer) -> QueryResult:
-        return QueryResult(
-            query_id=answer.query_id,
-            query_class=answer.query_class,
-            answer=answer.answer,
-            chunks=[Chunk.of(c) for c in answer.chunks],
-            threshold=answer.threshold,
-            level=answer.level,
-            no_relevant_document=answer.no_relevant_document,
-            retry_without_threshold_allowed=answer.retry_without_threshold_allowed,
-            model_id=answer.model_id,
-            llm_called=answer.llm_called,
-            input_tokens=answer.input_tokens,
-            output_tokens=answer.output_tokens,
-            generation_error=answer.generation_error,
-            timings_ms=[Timing(name=k, ms=v) for k, v in answer.timings_ms.items()],
-            documents=[SourceDocument.of(d) for d in answer.documents],
-            warnings=list(answer.warnings),
-            conversation_id=answer.conversation_id,
-            rewritten_question=answer.rewritten_question,
-        )
-
-
 @strawberry.type(
     description="A store and its query settings. Counts are of the documents the caller may read; "
     "model ids and the prompt template are null unless the caller is an admin."
@@ -413,15 +320,48 @@ class Query:
 
         return await _run(info, "store", work)
 
-    @strawberry.field(description="Audited queries: the caller's own; an admin may name a user or see all.")
+    @strawberry.field(
+        description="Audited queries, newest first: the caller's own; an admin may name a user or see all. since/until "
+        "(ISO-8601, inclusive; a bare date is a whole UTC day) bound when they were made."
+    )
     async def audit_entries(
-        self, info: Info[RequestContext, None], user_id: str | None = None, limit: int = 100
+        self,
+        info: Info[RequestContext, None],
+        user_id: str | None = None,
+        limit: int = 100,
+        since: str | None = None,
+        until: str | None = None,
     ) -> list[AuditEntry]:
         def work(context: RequestContext) -> list[AuditEntry]:
-            records = context.services.queries.entries(context.identity(), user_id, limit)
+            records = context.services.queries.entries(context.identity(), user_id, limit, since, until)
             return [AuditEntry.of(r) for r in records]
 
         return await _run(info, "auditEntries", work)
+
+    @strawberry.field(
+        description="The documents of a store the caller may read, by title; search: part of the id or title "
+        "(ignoring case); first: 1-200, default 50. NOT_FOUND where the caller may read nothing."
+    )
+    async def documents(
+        self, info: Info[RequestContext, None], store_id: str, search: str | None = None, first: int | None = None
+    ) -> list[DocumentInfo]:
+        return await _run(
+            info, "documents", lambda c: readable_documents(c.services.app, c.identity(), store_id, search, first)
+        )
+
+    @strawberry.field(
+        description="A sample question's top k (1-50, default 20) chunks the admin may read, with no threshold, "
+        "each with the highest level at which it passes: for previewing a relevancy level (admin only; audited as "
+        "interface console-preview, kept out of history)."
+    )
+    async def relevancy_preview(
+        self, info: Info[RequestContext, None], store_id: str, question: str, k: int | None = None
+    ) -> RelevancyPreview:
+        return await _run(
+            info,
+            "relevancyPreview",
+            lambda c: relevancy_preview(c.services.app, c.services.queries, c.identity(), store_id, question, k),
+        )
 
     @strawberry.field(description="A document's effective ACL and where it came from (admin only).")
     async def document_acl(
@@ -536,6 +476,43 @@ class Mutation:
         )
 
 
+@strawberry.type
+class Subscription:
+    @strawberry.subscription(
+        description="A question answered as it is generated: text pieces, then the whole result. documentId asks "
+        "one document, documentIds chosen ones, neither the whole store (the arguments of the three queries)."
+    )
+    async def ask_stream(
+        self,
+        info: Info[RequestContext, None],
+        store_id: str,
+        question: str,
+        document_ids: list[str] | None = None,
+        document_id: str | None = None,
+        level: float | None = None,
+        max_chunks: int | None = None,
+        perform_llm_query: bool = True,
+        filter: QueryFilter | None = None,
+        conversation_id: str | None = None,
+    ) -> AsyncGenerator[AnswerEvent, None]:
+        def build() -> Any:
+            filters = metadata_filter(filter)
+            return stream_query(
+                store_id,
+                question,
+                document_ids,
+                document_id,
+                level,
+                max_chunks,
+                perform_llm_query,
+                filters,
+                conversation_id,
+            )
+
+        async for event in answer_events(info.context, build):
+            yield event
+
+
 # ---------------------------------------------------------------------------- errors
 def _public(error: GraphQLError) -> GraphQLError:
     original = error.original_error
@@ -584,6 +561,7 @@ def build_schema(max_depth: int = 8, max_tokens: int = 2000, max_aliases: int = 
     return _Schema(
         query=Query,
         mutation=Mutation,
+        subscription=Subscription,
         extensions=[
             lambda: QueryDepthLimiter(max_depth=max_depth),
             lambda: MaxTokensLimiter(max_token_count=max_tokens),

@@ -365,6 +365,42 @@ class HistoryConfig(_Section):
     audit_role: str = Field("docqa-history-auditor", min_length=1, max_length=200)
 
 
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+class OidcLogin(_Section):
+    """A single sign-on button on the ask page: the OAuth 2.0 authorization-code flow with PKCE, run by the
+    page itself against the identity provider (a public client: no secret). The token it gets is verified
+    like every bearer token, so ``auth`` must hold the provider's RS256 keys, ``issuer`` and ``audience``."""
+
+    #: The provider's authorization endpoint (https; http only on loopback, for tests).
+    authorization_endpoint: str = Field(min_length=8, max_length=2048)
+    #: Its token endpoint; the page posts the code there (the provider must allow this origin by CORS).
+    token_endpoint: str = Field(min_length=8, max_length=2048)
+    #: The client id registered for the console; its redirect URI is the console's own ``/``.
+    client_id: str = Field(min_length=1, max_length=200)
+    scope: str = Field("openid profile", min_length=1, max_length=500)
+    #: Which token of the provider's reply is DocQA's bearer token.
+    token: Literal["access_token", "id_token"] = "access_token"
+    #: The button's label.
+    label: str = Field("Sign in with single sign-on", min_length=1, max_length=100)
+
+    @field_validator("authorization_endpoint", "token_endpoint")
+    @classmethod
+    def _endpoint(cls, value: str) -> str:
+        parts = urlsplit(value)
+        loopback = parts.scheme == "http" and parts.hostname in _LOOPBACK_HOSTS
+        if not (parts.scheme == "https" or loopback) or not parts.hostname or parts.username or parts.fragment:
+            raise ValueError("must be an https URL (http only on loopback) without user or fragment")
+        return value
+
+    @property
+    def token_origin(self) -> str:
+        """The origin the page posts the code to (the Content-Security-Policy's ``connect-src`` names it)."""
+        parts = urlsplit(self.token_endpoint)
+        return f"{parts.scheme}://{parts.netloc}"
+
+
 class WebConfig(_Section):
     """The web console on the HTTP port (``service.api.web``): the ask page, the admin page, GraphiQL."""
 
@@ -375,6 +411,8 @@ class WebConfig(_Section):
     #: Offer a dev login on the ask page that mints a token for any user name: only with
     #: ``auth.allow_unauthenticated`` and the laptop's generated secret. Never in production.
     dev_login: bool = False
+    #: Single sign-on with the deployment's identity provider (None: sign in by pasting a token).
+    oidc: OidcLogin | None = None
 
 
 class _DatabaseUrlAlias(PydanticBaseSettingsSource):
@@ -442,6 +480,8 @@ class Settings(BaseSettings):
             raise ValueError("web.dev_login needs auth.allow_unauthenticated: true (a dev login is unauthenticated)")
         if self.web.dev_login and self.auth.keys_configured:
             raise ValueError("web.dev_login works only with the generated data-directory secret (no auth keys set)")
+        if self.web.oidc is not None and (self.auth.rs256_public_key_file is None and self.auth.jwks_file is None):
+            raise ValueError("web.oidc needs the provider's keys: set auth.jwks_file or auth.rs256_public_key_file")
         return self
 
     @model_validator(mode="after")

@@ -212,7 +212,9 @@ def build_http_app(services: GraphQLServices) -> ASGIApp:
     metrics = [_metrics_route(services)] if config.metrics_port is None else []
     routes = [*_health_routes(services), *metrics, Route("/graphql", graphql, methods=["GET", "POST"])]
     app = Starlette(routes=[*routes, *console_routes(services)])
-    return _BodyLimit(SecurityHeaders(app), config.max_message_bytes)
+    oidc = services.app.settings.web.oidc
+    headers = SecurityHeaders(app, connect=() if oidc is None else (oidc.token_origin,))
+    return _BodyLimit(headers, config.max_message_bytes)
 
 
 def build_metrics_app(services: GraphQLServices) -> ASGIApp:

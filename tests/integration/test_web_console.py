@@ -358,3 +358,59 @@ def test_the_audit_view_filters_by_date(server: tuple[App, HttpServer]) -> None:
     for since, until in (("yesterday", None), (today.isoformat(), (today - day).isoformat())):
         bad = _graphql(server, AUDIT, "root", admin=True, since=since, until=until)
         assert bad["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+
+
+# ---------------------------------------------------------------------------- single sign-on configuration
+def _oidc(**changes: str) -> dict[str, str]:
+    return {
+        "authorization_endpoint": "https://login.example/authorize",
+        "token_endpoint": "https://login.example/token",
+        "client_id": "docqa-console",
+        **changes,
+    }
+
+
+def test_single_sign_on_is_offered_with_its_token_endpoint_allowed(tmp_path: Path) -> None:
+    from tests.oidc_standin import Provider
+
+    jwks = Provider("http://127.0.0.1").write_jwks(tmp_path / "jwks.json")
+    settings = Settings(
+        data_dir=tmp_path,
+        auth={"jwks_file": jwks, "issuer": "https://login.example/", "audience": "docqa"},
+        web={"oidc": _oidc()},
+        server={"grpc_port": 0, "http_port": 0},
+    )
+    app = build_app(settings, embedder_factory=lambda _: FakeEmbedder())
+    try:
+        with on_servers(app, with_grpc=False) as served:
+            reply = httpx.get(f"http://127.0.0.1:{served.http.port}/web/config", timeout=10)
+            assert reply.json()["oidc"] == {
+                "authorizationEndpoint": "https://login.example/authorize",
+                "tokenEndpoint": "https://login.example/token",
+                "clientId": "docqa-console",
+                "scope": "openid profile",
+                "token": "access_token",
+                "label": "Sign in with single sign-on",
+            }
+            assert "connect-src 'self' https://login.example;" in reply.headers["content-security-policy"]
+    finally:
+        app.close()
+
+
+@pytest.mark.parametrize(
+    ("oidc", "auth", "message"),
+    [
+        (_oidc(), {}, "needs the provider's keys"),
+        (_oidc(token_endpoint="http://login.example/token"), None, "https URL"),
+        (_oidc(authorization_endpoint="javascript:alert(1)"), None, "https URL"),
+        (_oidc(authorization_endpoint="https://u:p@login.example/a"), None, "https URL"),
+    ],
+)
+def test_single_sign_on_configuration_fails_loudly(
+    tmp_path: Path, oidc: dict[str, str], auth: dict[str, Any] | None, message: str
+) -> None:
+    if auth is None:
+        (tmp_path / "jwks.json").write_text('{"keys": []}')
+        auth = {"jwks_file": tmp_path / "jwks.json", "issuer": "https://login.example/", "audience": "docqa"}
+    with pytest.raises(ValueError, match=message):
+        Settings(data_dir=tmp_path, web={"oidc": oidc}, auth=auth)

@@ -7,16 +7,27 @@ ever rendered as markup. GraphiQL's page alone also allows inline styles (its ed
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-#: Everything from this origin only; no inline script or style; never framed.
-CONSOLE_CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-    "font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
-#: GraphiQL's bundle (React, CodeMirror) sets inline styles; its scripts still come from this origin only.
-GRAPHIQL_CSP = CONSOLE_CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
+
+def console_csp(connect: Sequence[str] = ()) -> str:
+    """Everything from this origin only; no inline script or style; never framed. ``connect``: other origins
+    the pages may call (the identity provider's token endpoint, for single sign-on)."""
+    sources = " ".join(("'self'", *connect))
+    return (
+        f"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src {sources}; "
+        "font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    )
+
+
+def graphiql_csp(connect: Sequence[str] = ()) -> str:
+    """The console's policy with inline styles allowed: GraphiQL's bundle (React, CodeMirror) sets them; its
+    scripts still come from this origin only."""
+    return console_csp(connect).replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
+
 
 _COMMON = {
     "x-frame-options": "DENY",
@@ -31,16 +42,18 @@ _COMMON = {
 class SecurityHeaders:
     """Adds the security headers to each response ``app`` sends (a header the app set itself is kept)."""
 
-    def __init__(self, app: ASGIApp, graphiql_path: str = "/graphql") -> None:
+    def __init__(self, app: ASGIApp, *, connect: Sequence[str] = (), graphiql_path: str = "/graphql") -> None:
         self.app = app
         self._graphiql_path = graphiql_path
+        self._console = console_csp(connect)
+        self._graphiql = graphiql_csp(connect)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         graphiql = scope.get("path") == self._graphiql_path and scope.get("method") == "GET"
-        policy = GRAPHIQL_CSP if graphiql else CONSOLE_CSP
+        policy = self._graphiql if graphiql else self._console
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -106,8 +106,19 @@ async def _cookie_identity(services: GraphQLServices, request: Request) -> Ident
 def _config(services: GraphQLServices) -> Any:
     web = services.app.settings.web
 
+    oidc = None
+    if web.oidc is not None:
+        oidc = {
+            "authorizationEndpoint": web.oidc.authorization_endpoint,
+            "tokenEndpoint": web.oidc.token_endpoint,
+            "clientId": web.oidc.client_id,
+            "scope": web.oidc.scope,
+            "token": web.oidc.token,
+            "label": web.oidc.label,
+        }
+
     async def config(_: Request) -> Response:
-        body = {"console": web.console, "graphiql": web.graphiql, "devLogin": web.dev_login, "oidc": None}
+        body = {"console": web.console, "graphiql": web.graphiql, "devLogin": web.dev_login, "oidc": oidc}
         return JSONResponse(body, headers={"cache-control": "no-store"})
 
     return config

@@ -365,7 +365,7 @@ class HistoryConfig(_Section):
     audit_role: str = Field("docqa-history-auditor", min_length=1, max_length=200)
 
 
-_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 class OidcLogin(_Section):
@@ -389,7 +389,7 @@ class OidcLogin(_Section):
     @classmethod
     def _endpoint(cls, value: str) -> str:
         parts = urlsplit(value)
-        loopback = parts.scheme == "http" and parts.hostname in _LOOPBACK_HOSTS
+        loopback = parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS
         if not (parts.scheme == "https" or loopback) or not parts.hostname or parts.username or parts.fragment:
             raise ValueError("must be an https URL (http only on loopback) without user or fragment")
         return value
@@ -478,6 +478,8 @@ class Settings(BaseSettings):
     def _dev_login_on_a_laptop(self) -> Settings:
         if self.web.dev_login and not self.auth.allow_unauthenticated:
             raise ValueError("web.dev_login needs auth.allow_unauthenticated: true (a dev login is unauthenticated)")
+        if self.web.dev_login and self.server.host not in LOOPBACK_HOSTS:
+            raise ValueError("web.dev_login needs a loopback server.host (127.0.0.1, localhost or ::1)")
         if self.web.dev_login and self.auth.keys_configured:
             raise ValueError("web.dev_login works only with the generated data-directory secret (no auth keys set)")
         if self.web.oidc is not None and (self.auth.rs256_public_key_file is None and self.auth.jwks_file is None):

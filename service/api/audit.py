@@ -173,8 +173,12 @@ class AuditedQueries:
         return self.repository().audit_records(user_id or None, limit, start, end)
 
 
-def _end_of(until: str) -> datetime:
-    """The first instant after ``until``: the next midnight for a bare date, else a millisecond later."""
+def _end_of(until: str) -> datetime | None:
+    """The first instant after ``until``: the next midnight for a bare date (2024-05-01 or 20240501), else a
+    millisecond later; None (no bound) when that is past the calendar's end."""
     instant = parse_instant(until, "until")
-    whole_day = len(until.strip()) == len("2024-05-01")
-    return instant + (timedelta(days=1) if whole_day else timedelta(milliseconds=1))
+    whole_day = not any(mark in until for mark in ("T", "t", " ", ":"))
+    try:
+        return instant + (timedelta(days=1) if whole_day else timedelta(milliseconds=1))
+    except OverflowError:
+        return None

@@ -23,14 +23,19 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from strawberry.asgi import GraphQL
+from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.subscriptions import GRAPHQL_SSE_PROTOCOL
+from strawberry.types import ExecutionResult
 
+from acl.errors import ConfigurationError
+from graphql import GraphQLError, OperationType, get_operation_ast, parse
 from service.api.errors import bounded_message
 from service.api.graphql.rate_limit import RateLimitedGraphQL, verified_identity
-from service.api.graphql.schema import GraphQLServices, RequestContext, build_schema
+from service.api.graphql.schema import GraphQLServices, RequestContext, build_schema, public_error
 from service.api.tls import describe, uvicorn_tls_options
 from service.api.web.headers import SecurityHeaders
 from service.api.web.pages import console_routes, graphiql_page
+from service.config import LOOPBACK_HOSTS
 from service.security.rate_limit import RateLimiter
 
 log = logging.getLogger("docqa.http")
@@ -53,6 +58,30 @@ class _DocQAGraphQL(GraphQL[RequestContext, None]):
     async def get_context(self, request: Any, response: Any) -> RequestContext:
         known = verified_identity(request)  # verified already by the rate limiter
         return RequestContext(self._services, request.headers.get("authorization"), [known] if known else [])
+
+    async def execute_operation(
+        self,
+        request: Any,
+        request_adapter: Any,
+        request_data: Any,
+        context: RequestContext,
+        root_value: Any,
+        sub_response: Any,
+    ) -> Any:
+        plain = isinstance(request_data, GraphQLRequestData) and request_data.protocol == "http"
+        if plain and _is_subscription(request_data):
+            raise HTTPException(400, "a subscription is answered as server-sent events: send Accept: text/event-stream")
+        return await super().execute_operation(
+            request, request_adapter, request_data, context, root_value, sub_response
+        )
+
+    async def process_result(self, request: Any, result: ExecutionResult) -> GraphQLHTTPResponse:
+        """Every error leaves public: the schema's extension maps those of queries and mutations; results sent as
+        server-sent events (askStream, or any operation asked for with ``Accept: text/event-stream``) pass here
+        without it."""
+        if result.errors:
+            result.errors = [public_error(e) for e in result.errors]
+        return await super().process_result(request, result)
 
     async def render_graphql_ide(self, request: Any) -> Response:
         """GraphiQL from the package's own assets (strawberry's page would load them from a CDN)."""
@@ -85,6 +114,17 @@ class _DocQAGraphQL(GraphQL[RequestContext, None]):
             log.debug("client went away before its request body arrived")
             return
         await response(scope, receive, send)
+
+
+def _is_subscription(data: GraphQLRequestData) -> bool:
+    """Whether the operation to run is a subscription (a document that does not parse is left to the schema)."""
+    if not data.query or "subscription" not in data.query:
+        return False
+    try:
+        operation = get_operation_ast(parse(data.query), data.operation_name)
+    except GraphQLError:
+        return False
+    return operation is not None and operation.operation == OperationType.SUBSCRIPTION
 
 
 def _media_type(request: Request) -> str:
@@ -213,8 +253,8 @@ def build_http_app(services: GraphQLServices) -> ASGIApp:
     routes = [*_health_routes(services), *metrics, Route("/graphql", graphql, methods=["GET", "POST"])]
     app = Starlette(routes=[*routes, *console_routes(services)])
     oidc = services.app.settings.web.oidc
-    headers = SecurityHeaders(app, connect=() if oidc is None else (oidc.token_origin,))
-    return _BodyLimit(headers, config.max_message_bytes)
+    limited = _BodyLimit(app, config.max_message_bytes)
+    return SecurityHeaders(limited, connect=() if oidc is None else (oidc.token_origin,))
 
 
 def build_metrics_app(services: GraphQLServices) -> ASGIApp:
@@ -240,7 +280,10 @@ def start_http(services: GraphQLServices, host: str | None = None, port: int | N
     certificate, and wait until it listens."""
     config = services.app.settings.server
     port = config.http_port if port is None else port
-    server = _serve(build_http_app(services), host or config.host, port, "docqa-http", uvicorn_tls_options(config.tls))
+    host = host or config.host
+    if services.app.settings.web.dev_login and host not in LOOPBACK_HOSTS:
+        raise ConfigurationError(f"web.dev_login is on: serve on a loopback address, not {host}")
+    server = _serve(build_http_app(services), host, port, "docqa-http", uvicorn_tls_options(config.tls))
     metrics = "" if config.metrics_port is not None else ", /metrics"
     log.info("HTTP (GraphQL%s, health) listening on port %d (%s)", metrics, server.port, describe(config.tls, "http"))
     return server

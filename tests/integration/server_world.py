@@ -157,7 +157,9 @@ def on_servers(app: App, *, with_grpc: bool = True) -> Iterator[Served]:
     grpc_server = start_grpc(services, "127.0.0.1", 0) if with_grpc else None
     try:
         http = start_http(
-            GraphQLServices(app, services.authenticator, services.queries, services.metrics), "127.0.0.1", 0
+            GraphQLServices(app, services.authenticator, services.queries, services.metrics, services.streams),
+            "127.0.0.1",
+            0,
         )
         try:
             yield Served(services, grpc_server, http)

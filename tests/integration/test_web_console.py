@@ -206,7 +206,9 @@ def test_dev_login_on_a_laptop_mints_a_short_token(tmp_path: Path) -> None:
             for body in ({"userId": ""}, {"userId": 7}, {"userId": "x", "admin": "yes"}, [1], {"userId": "anonymous"}):
                 refused = httpx.post(f"{base}/web/dev-login", json=body, timeout=10)
                 assert refused.status_code == 400 and "token" not in refused.json(), body
-            junk = httpx.post(f"{base}/web/dev-login", content=b"{", timeout=10)
+            junk = httpx.post(
+                f"{base}/web/dev-login", content=b"{", headers={"content-type": "application/json"}, timeout=10
+            )
             assert junk.status_code == 400
             # web.graphiql: false serves no GraphiQL and none of its assets
             assert httpx.get(f"{base}/graphql", headers={"accept": "text/html"}, timeout=10).status_code == 404

@@ -29,7 +29,9 @@ def cmd_serve(args: argparse.Namespace, app: Any) -> int:
     purge_history(app)  # history.retention_days, at every start (and hourly below)
     services = services_for(app, Metrics())
     config = app.settings.server
-    graphql_services = GraphQLServices(app, services.authenticator, services.queries, services.metrics)
+    graphql_services = GraphQLServices(
+        app, services.authenticator, services.queries, services.metrics, services.streams
+    )
     grpc_server = start_grpc(services, args.host, args.grpc_port)
     https: list[HttpServer] = []
     try:

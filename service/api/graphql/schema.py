@@ -35,7 +35,8 @@ from service.api.graphql.calibration import CalibrationReportType, calibrate_sto
 from service.api.graphql.console import DocumentInfo, RelevancyPreview, readable_documents, relevancy_preview
 from service.api.graphql.filters import QueryFilter, metadata_filter
 from service.api.graphql.results import QueryResult, Timing
-from service.api.graphql.streaming import AnswerEvent, StreamSlots, answer_events, stream_query
+from service.api.graphql.streaming import AnswerEvent, answer_events, stream_query
+from service.api.stream_pool import StreamPool
 from service.bootstrap import App
 from service.domain.queries import DocumentQuery, MultiDocumentQuery, VectorQuery
 from service.observability.metrics import Metrics
@@ -52,11 +53,14 @@ class GraphQLServices:
     authenticator: Authenticator
     queries: AuditedQueries
     metrics: Metrics
-    #: Answers streaming at once (``askStream``), at most ``limits.max_streams``.
-    stream_slots: StreamSlots = field(init=False)
+    #: The server's stream pool, shared with gRPC (``docqa serve`` passes its own); None: a pool of
+    #: ``limits.max_streams`` workers for this HTTP app alone.
+    streams: StreamPool | None = None
+    #: Where ``askStream`` answers are generated: at most ``limits.max_streams`` at once per pool.
+    stream_pool: StreamPool = field(init=False)
 
     def __post_init__(self) -> None:
-        self.stream_slots = StreamSlots(self.app.settings.limits.max_streams)
+        self.stream_pool = self.streams or StreamPool(self.app.settings.limits.max_streams)
 
 
 @dataclass
@@ -514,6 +518,13 @@ class Subscription:
 
 
 # ---------------------------------------------------------------------------- errors
+def public_error(error: GraphQLError) -> GraphQLError:
+    """``error`` as a caller may see it: a plain message and ``extensions.code``, never an internal detail."""
+    if (error.extensions or {}).get("code"):
+        return error  # already public (our own, or mapped once)
+    return _public(error)
+
+
 def _public(error: GraphQLError) -> GraphQLError:
     original = error.original_error
     if original is None:  # a syntax or validation error (depth, tokens, unknown field): about the query itself

@@ -3,9 +3,11 @@ server-sent events from ``POST /graphql`` with ``Accept: text/event-stream``).
 
 The query runs in a worker thread through the same audited engine as every other query, so the caller's
 access is applied before the generator sees a chunk; each piece of answer text is an event, the last event
-is the whole result (its sources included). At most ``limits.max_streams`` answers stream at once per
-server; one more is refused RESOURCE_EXHAUSTED at once. When the client goes away the subscription is
-closed, the query's ``Cancellation`` is set, and the worker stops at the next piece.
+is the whole result (its sources included). The worker is one of the server's stream pool, shared with
+gRPC's streaming calls: at most ``limits.max_streams`` answers stream at once per server, whatever the
+protocol, and one more is refused RESOURCE_EXHAUSTED at once; other requests never wait for a stream's
+thread. When the client goes away the subscription is closed, the query's ``Cancellation`` is set, and the
+worker stops at the next piece.
 
 Errors leave as ``GraphQLError``s that already carry the public message and ``extensions.code`` of the
 one error table: a subscription's events do not pass through the schema's error extension.
@@ -15,13 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 import strawberry
 
-from acl.errors import DocQAError, InvalidArgument, ResourceExhausted
+from acl.errors import DocQAError, InvalidArgument
 from graphql import GraphQLError
 from service.api.errors import bounded_message, for_remote_caller, mapping_for, public_message
 from service.api.graphql.results import QueryResult
@@ -39,23 +40,6 @@ log = logging.getLogger("docqa.graphql")
 class AnswerEvent:
     text: str | None = strawberry.field(description="The next piece of the answer's text (null in the last event).")
     result: QueryResult | None = strawberry.field(description="The whole result, sources included (last event).")
-
-
-class StreamSlots:
-    """At most ``size`` answers stream at once; one more is refused, never queued."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._slots = threading.BoundedSemaphore(size)
-
-    def take(self) -> None:
-        if not self._slots.acquire(blocking=False):
-            raise ResourceExhausted(
-                f"the server is already streaming {self.size} answers; retry shortly", retry_after_s=1.0
-            )
-
-    def give_back(self) -> None:
-        self._slots.release()
 
 
 def stream_query(
@@ -87,12 +71,6 @@ def stream_query(
 async def answer_events(context: RequestContext, build: Any) -> AsyncGenerator[AnswerEvent, None]:
     """The events of one streamed answer; ``build`` makes the query (it may raise InvalidArgument)."""
     services = context.services
-    try:
-        query: Query = build()
-        identity = await asyncio.to_thread(context.identity)
-        services.stream_slots.take()
-    except Exception as exc:
-        raise _public(context, exc) from None
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
     cancel = Cancellation()
@@ -100,13 +78,15 @@ async def answer_events(context: RequestContext, build: Any) -> AsyncGenerator[A
     def on_text(piece: str) -> None:
         loop.call_soon_threadsafe(events.put_nowait, ("text", piece))
 
-    def work() -> Any:
-        try:
-            return services.queries.ask(identity, query, "graphql", on_text, cancel)
-        finally:
-            services.stream_slots.give_back()
-
-    worker = loop.run_in_executor(None, work)
+    try:
+        query: Query = build()
+        identity = await asyncio.to_thread(context.identity)
+        submitted = services.stream_pool.submit(
+            lambda: services.queries.ask(identity, query, "graphql", on_text, cancel)
+        )
+    except Exception as exc:
+        raise _public(context, exc) from None
+    worker = asyncio.wrap_future(submitted, loop=loop)
     worker.add_done_callback(lambda done: events.put_nowait(("done", _retrieved(done))))
     try:
         while True:

@@ -15,8 +15,8 @@ import grpc
 from acl.errors import DeadlineExceeded, DocQAError, ResourceExhausted, Unauthenticated
 from service.api.audit import AuditedQueries
 from service.api.errors import for_remote_caller, mapping_for, public_message
-from service.api.grpc.streaming import StreamPool
 from service.api.grpc.stubs import Stubs
+from service.api.stream_pool import StreamPool
 from service.bootstrap import App
 from service.observability.metrics import Metrics
 from service.security.rate_limit import RateLimiter

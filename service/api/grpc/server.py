@@ -17,8 +17,8 @@ from service.api.grpc.context import Services
 from service.api.grpc.history import HistoryServicer
 from service.api.grpc.malformed import MalformedRequests
 from service.api.grpc.query import QueryServicer
-from service.api.grpc.streaming import StreamPool
 from service.api.grpc.stubs import load
+from service.api.stream_pool import StreamPool
 from service.api.tls import describe, grpc_server_credentials
 from service.bootstrap import App
 from service.observability.metrics import Metrics

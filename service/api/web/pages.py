@@ -17,14 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import jwt
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
 
 from acl.errors import DocQAError, InvalidArgument
 from service.api.errors import public_message
 from service.api.graphql.schema import GraphQLServices
+from service.config import LOOPBACK_HOSTS
 from service.security.tokens import Identity, mint_token
 
 log = logging.getLogger("docqa.web")
@@ -33,9 +36,14 @@ STATIC = Path(__file__).parent / "static"
 VENDOR = Path(__file__).parent / "vendor"
 IDE = Path(__file__).parent / "ide"
 SESSION_COOKIE = "docqa_session"
+#: Browsers keep cookies of at most 4096 bytes, name and attributes included.
+MAX_COOKIE_TOKEN_CHARS = 3800
 #: Longest life of a dev-login token (an hour, or less where ``auth.max_token_lifetime_s`` says so).
 DEV_TOKEN_TTL_S = 3600
 _MAX_DEV_GROUPS = 50
+
+#: Assets of the admin page, served to administrators only (like the page).
+_ADMIN_ASSETS = frozenset({"admin.js"})
 
 _PAGE_HEADERS = {"cache-control": "no-cache"}
 _ADMIN_HEADERS = {"cache-control": "no-store", "vary": "Cookie"}
@@ -53,7 +61,7 @@ def console_routes(services: GraphQLServices) -> list[BaseRoute]:
         routes += [
             Route("/", _page("ask.html"), methods=["GET", "HEAD"]),
             Route("/admin", _admin(services), methods=["GET", "HEAD"]),
-            Mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static"),
+            Mount("/static", _ConsoleFiles(services), name="static"),
         ]
     if web.graphiql:
         routes += [
@@ -61,6 +69,28 @@ def console_routes(services: GraphQLServices) -> list[BaseRoute]:
             Mount("/ide", StaticFiles(directory=IDE), name="ide"),
         ]
     return routes
+
+
+class _ConsoleFiles(StaticFiles):
+    """The pages' scripts, styles and images. The pages themselves are served by their routes only, so the
+    admin page never leaves through here; the admin page's script goes to administrators only."""
+
+    def __init__(self, services: GraphQLServices) -> None:
+        super().__init__(directory=STATIC, check_dir=False)
+        self._services = services
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        name = path.replace("\\", "/").lstrip("./")
+        if name.endswith(".html"):
+            raise HTTPException(404)
+        if name in _ADMIN_ASSETS:
+            identity = await _cookie_identity(self._services, Request(scope))
+            if identity is None or not identity.is_admin:
+                raise HTTPException(404)
+            response = await super().get_response(path, scope)
+            response.headers.update(_ADMIN_HEADERS)
+            return response
+        return await super().get_response(path, scope)
 
 
 def graphiql_page() -> str:
@@ -142,6 +172,11 @@ def _session(services: GraphQLServices) -> Any:
         if not identity.authenticated:
             return _refused("sign in with a token")
         token = header.split(None, 1)[1].strip()
+        if len(token) > MAX_COOKIE_TOKEN_CHARS:
+            return _refused(
+                f"this token is longer than a browser keeps in a cookie ({MAX_COOKIE_TOKEN_CHARS} characters); "
+                "ask for a smaller one (fewer claims)"
+            )
         expires = _expiry(token)
         body = {
             "userId": identity.user_id,
@@ -181,6 +216,10 @@ def _dev_login(services: GraphQLServices) -> Any:
     async def dev_login(request: Request) -> Response:
         if not settings.web.dev_login:
             return JSONResponse({"error": "not found"}, 404)
+        refusal = _not_from_this_laptop(request)
+        if refusal is not None:
+            log.warning("dev login refused: %s", refusal)
+            return JSONResponse({"error": refusal}, 403)
         try:
             user, groups, admin = _dev_request(await _json(request))
             ttl = min(DEV_TOKEN_TTL_S, settings.auth.max_token_lifetime_s)
@@ -191,6 +230,21 @@ def _dev_login(services: GraphQLServices) -> Any:
         return JSONResponse({"token": token, "devMode": True}, headers={"cache-control": "no-store"})
 
     return dev_login
+
+
+def _not_from_this_laptop(request: Request) -> str | None:
+    """Why a dev-login request may come from another site (DNS rebinding, a cross-site form); None if it is
+    the console's own: addressed to a loopback name, sent as JSON (a cross-site page cannot send that without
+    a preflight this server never grants), and from this origin when the browser names one."""
+    host = request.url.hostname or ""
+    if host.strip("[]") not in LOOPBACK_HOSTS:
+        return "the dev login answers only on a loopback address (127.0.0.1, localhost)"
+    if request.headers.get("content-type", "").split(";", 1)[0].strip().lower() != "application/json":
+        return "send the dev login as application/json"
+    origin = request.headers.get("origin")
+    if origin is not None and origin != f"{request.url.scheme}://{request.url.netloc}":
+        return "the dev login answers only to this console's own page"
+    return None
 
 
 async def _json(request: Request) -> object:

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode
 
 import jwt
 import uvicorn
@@ -74,7 +74,7 @@ class Provider:
         cors = {"access-control-allow-origin": self.console_origin, "vary": "Origin"}
         if request.method == "OPTIONS":
             return Response(status_code=204, headers={**cors, "access-control-allow-headers": "content-type"})
-        form = await request.form()
+        form = {key: values[0] for key, values in parse_qs((await request.body()).decode()).items()}
         issued = self.codes.pop(str(form.get("code", "")), None)  # one use only
         verifier = str(form.get("code_verifier", ""))
         digest = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -164,12 +163,6 @@ def test_the_dev_login_says_loudly_that_it_is_dev_mode(open_page: Any, server: S
     shot(page, "dev-login")
 
 
-def _form_parsing() -> bool:
-    """Whether Starlette can parse a form (the stand-in provider's token endpoint reads one)."""
-    return any(importlib.util.find_spec(name) for name in ("python_multipart", "multipart"))
-
-
-@pytest.mark.skipif(not _form_parsing(), reason="tests/oidc_standin.py's /token needs python-multipart (not installed)")
 def test_single_sign_on_signs_in_through_the_identity_provider(open_page: Any, sso_server: Any) -> None:
     watched = open_page(sso_server.server.url)
     page = watched.page

@@ -47,6 +47,8 @@ def cmd_serve(args: argparse.Namespace, app: Any) -> int:
     scheme = "https" if config.tls.enabled else "http"
     where = f"gRPC on {host}:{grpc_server.port}{' (TLS)' if config.tls.enabled else ''}; "
     where += f"GraphQL on {scheme}://{host}:{https[0].port}/graphql"
+    if app.settings.web.console:
+        where += f"; web console on {scheme}://{host}:{https[0].port}/"
     if len(https) > 1:
         where += f"; metrics on http://{host}:{https[1].port}/metrics"
     print(where, flush=True)

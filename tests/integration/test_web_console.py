@@ -29,6 +29,7 @@ from tests.integration.server_world import (
     on_servers,
     token,
 )
+from tests.integration.sse import read_events
 
 pytestmark = pytest.mark.integration
 
@@ -70,24 +71,9 @@ def _graphql(server: tuple[App, HttpServer], query: str, caller: str, admin: boo
 
 def _events(server: tuple[App, HttpServer], headers: dict[str, str], **variables: Any) -> list[dict[str, Any]]:
     """The ``next`` events of one askStream, decoded (a ``complete`` event must end the stream)."""
-    events: list[dict[str, Any]] = []
-    kinds: list[str] = []
-    with httpx.stream(
-        "POST",
-        _url(server, "/graphql"),
-        json={"query": STREAM, "variables": variables},
-        headers={**headers, "accept": "text/event-stream"},
-        timeout=30,
-    ) as reply:
-        assert reply.status_code == 200
-        assert reply.headers["content-type"].startswith("text/event-stream")
-        for line in reply.iter_lines():
-            if line.startswith("event: "):
-                kinds.append(line.removeprefix("event: "))
-            elif line.startswith("data: ") and kinds[-1] == "next":
-                events.append(json.loads(line.removeprefix("data: ")))
-    assert kinds[-1] == "complete" and kinds.count("complete") == 1
-    return events
+    stream = read_events(_url(server, "/graphql"), headers, STREAM, variables)
+    assert stream.kinds[-1] == "complete" and stream.kinds.count("complete") == 1
+    return stream.payloads
 
 
 # ---------------------------------------------------------------------------- headers and pages

@@ -25,6 +25,7 @@ from service.generation.port import Completion, Generator, Prompt
 from tests.fakes_service import FakeEmbedder
 from tests.integration.server_world import QUESTION, STORE, SlowGenerator, add_vault, build_world, on_servers, token
 from tests.integration.server_world import bearer as grpc_bearer
+from tests.integration.sse import read_events
 
 pytestmark = pytest.mark.integration
 
@@ -82,22 +83,7 @@ def graphql(base: str, query: str, headers: dict[str, str], timeout: float = 30,
 
 def events(base: str, headers: dict[str, str], query: str = STREAM, **variables: Any) -> list[dict[str, Any]]:
     """The ``next`` events of one askStream, decoded."""
-    out: list[dict[str, Any]] = []
-    kind = None
-    with httpx.stream(
-        "POST",
-        f"{base}/graphql",
-        json={"query": query, "variables": variables},
-        headers={**headers, "accept": "text/event-stream"},
-        timeout=30,
-    ) as reply:
-        assert reply.status_code == 200, reply.read()
-        for line in reply.iter_lines():
-            if line.startswith("event: "):
-                kind = line.removeprefix("event: ")
-            elif line.startswith("data: ") and kind == "next":
-                out.append(json.loads(line.removeprefix("data: ")))
-    return out
+    return read_events(f"{base}/graphql", headers, query, variables).payloads
 
 
 @pytest.fixture(scope="module")
@@ -111,25 +97,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]
 
 # ---------------------------------------------------------------------------- test_sse_errors.py
 SECRET_DETAIL = "http://10.1.2.3:8443/v1 with api key sk-live-0123456789"
-
-
-def _sse(base: str, headers: dict[str, str], query: str, **variables: Any) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    with httpx.stream(
-        "POST",
-        f"{base}/graphql",
-        json={"query": query, "variables": variables},
-        headers={**headers, "accept": "text/event-stream"},
-        timeout=30,
-    ) as reply:
-        assert reply.status_code == 200
-        kind = None
-        for line in reply.iter_lines():
-            if line.startswith("event: "):
-                kind = line.removeprefix("event: ")
-            elif line.startswith("data: ") and kind == "next":
-                out.append(json.loads(line.removeprefix("data: ")))
-    return out
 
 
 class BrokenGenerator(Generator):
@@ -162,7 +129,7 @@ def test_a_query_over_sse_does_not_leak_an_internal_error_message(tmp_path: Path
             ).json()
             assert plain["errors"][0]["extensions"]["code"] == "INTERNAL_SERVER_ERROR"  # the JSON path hides it
             assert SECRET_DETAIL not in json.dumps(plain)
-            [event] = _sse(base, bearer(app, "bob"), query, s=STORE)
+            [event] = events(base, bearer(app, "bob"), query, s=STORE)
     finally:
         app.close()
     assert SECRET_DETAIL not in json.dumps(event), event
@@ -174,7 +141,7 @@ def test_validation_errors_over_sse_carry_a_code(world: tuple[Any, str]) -> None
     app, base = world
     aliases = " ".join(f"a{i}: text" for i in range(40))
     query = f'subscription {{ askStream(storeId: "acme", question: "vacation") {{ {aliases} }} }}'
-    [event] = _sse(base, bearer(app, "bob"), query)
+    [event] = events(base, bearer(app, "bob"), query)
     assert event["errors"][0].get("extensions", {}).get("code") == "GRAPHQL_VALIDATION_FAILED", event
 
 

@@ -167,7 +167,7 @@ def _stop(server: Server) -> None:
         server.process.wait(timeout=5)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def indexed_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data directory with two stores: ``acme`` (the sample corpus plus the page with markup in its title and
     text; links to an intranet base URL) and ``eng`` (one runbook only bob, in engineering, may read)."""
@@ -189,7 +189,7 @@ def indexed_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return data
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def server(indexed_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """The suite's server: bearer tokens only (no dev login, no unauthenticated use)."""
     running = _start(indexed_data, tmp_path_factory.mktemp("serve"))
@@ -197,7 +197,7 @@ def server(indexed_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     _stop(running)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def dev_server(indexed_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A second server, on a copy of the data, with the laptop's dev login on (and so unauthenticated use)."""
     workdir = tmp_path_factory.mktemp("serve-dev")
@@ -217,7 +217,7 @@ class SingleSignOn:
     provider_url: str
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def sso_server(indexed_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SingleSignOn]:
     """A third server, on a copy of the data, that verifies the stand-in provider's RS256 tokens and offers its
     single sign-on (the provider runs on loopback; its token endpoint is the only other origin the CSP allows)."""
@@ -246,8 +246,10 @@ def sso_server(indexed_data: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     running_provider.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
+    """One Chromium for the browser tests, closed after them: Playwright's sync API runs an event loop in the
+    main thread while it is open, which would break later tests that start their own (asyncio.run)."""
     reason = browser_unavailable()
     if reason:
         pytest.skip(reason)

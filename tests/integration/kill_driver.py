@@ -1,5 +1,5 @@
 """Runs `Ingestor.index_folder` on the real embedded index and SQLite catalog, slowly,
-so a test can SIGKILL it at any point. Usage: kill_driver.py DATA_DIR FOLDER"""
+so a test can SIGKILL it at any point. Usage: kill_driver.py DATA_DIR FOLDER [SHARD (I/N)]"""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from indexer.ingest import pipeline
+from indexer.ingest.shards import WHOLE, Shard
 from service.bootstrap import build_app
 from service.config import load_settings
 from tests.fakes_service import FakeEmbedder
@@ -27,10 +28,11 @@ class SlowEmbedder(FakeEmbedder):
 
 def main() -> None:
     data_dir, folder = Path(sys.argv[1]), Path(sys.argv[2])
+    shard = Shard.parse(sys.argv[3]) if len(sys.argv) > 3 else WHOLE
     pipeline.EMBED_BATCH_CHUNKS = 1
     embedder = SlowEmbedder(model_name="fake")
     app = build_app(load_settings(None, data_dir=data_dir), embedder_factory=lambda _: embedder)
-    report = app.ingestor("kill").index_folder(folder)
+    report = app.ingestor("kill").index_folder(folder, shard=shard)
     print(f"indexed={len(report.indexed)} unchanged={len(report.unchanged)}")
     app.close()
 

@@ -18,6 +18,7 @@ def cmd_index(args: argparse.Namespace, app: Any) -> int:
     from contextlib import nullcontext
 
     from indexer.ingest.pipeline import folder_and_manifest
+    from indexer.ingest.shards import WHOLE
     from service.api.cli.progress import IndexProgress
 
     manifest = Path(args.acl_manifest) if args.acl_manifest else None
@@ -32,7 +33,10 @@ def cmd_index(args: argparse.Namespace, app: Any) -> int:
     progress = None
     if not args.quiet:
         progress = IndexProgress(
-            f"indexing {args.path}", stream=sys.stderr, bar=on_terminal, interval_s=args.progress_every
+            f"indexing {args.path}" + (f" (shard {args.shard})" if args.shard else ""),
+            stream=sys.stderr,
+            bar=on_terminal,
+            interval_s=args.progress_every,
         )
     # Library warnings (pypdf's "EOF marker not found", ...) reach the log, and
     # on a terminal the log is written above the bar, never into it.
@@ -50,6 +54,7 @@ def cmd_index(args: argparse.Namespace, app: Any) -> int:
                 on_total=progress.on_total if progress else None,
                 on_chunks=progress.on_chunks if progress else None,
                 reindex=args.reindex,
+                shard=args.shard or WHOLE,
             )
     finally:
         if progress is not None:
@@ -59,7 +64,7 @@ def cmd_index(args: argparse.Namespace, app: Any) -> int:
     for name in report.unmatched:
         print(f"note: {name}: no rule of the ACL manifest matches it, so nobody may read it", file=sys.stderr)
     print(
-        f"store {args.store}: {len(report.indexed)} indexed ({report.chunks} chunks), "
+        f"store {args.store}{f' shard {args.shard}' if args.shard else ''}: {len(report.indexed)} indexed ({report.chunks} chunks), "
         f"{len(report.unchanged)} unchanged, {len(report.acl_updated)} ACL updated, "
         f"{len(report.removed)} removed, {len(report.failed)} failed"
         + (f", {len(report.refused)} refused (links, special files, bad names)" if report.refused else "")

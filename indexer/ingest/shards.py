@@ -36,20 +36,16 @@ class Shard:
 
     def __post_init__(self) -> None:
         if not 1 <= self.count <= MAX_SHARDS:
-            raise InvalidArgument(
-                f"the number of shards must be between 1 and {MAX_SHARDS}, got {self.index}/{self.count}"
-            )
+            raise InvalidArgument(f"the number of shards must be between 1 and {MAX_SHARDS}")
         if not 0 <= self.index < self.count:
-            raise InvalidArgument(
-                f"there is no shard {self.index}/{self.count}: shards of {self.count} are 0 to {self.count - 1}"
-            )
+            raise InvalidArgument(f"there is no shard {self.index}: shards of {self.count} are 0 to {self.count - 1}")
 
     @classmethod
     def parse(cls, text: str) -> Shard:
         """``"i/N"`` → ``Shard(i, N)``; InvalidArgument for anything else (``x``, ``3/2``, ``1/0``, ``-1/2``)."""
         match = _FORM.fullmatch(text.strip())
         if match is None:
-            raise InvalidArgument(f"expected I/N (shard I of N, counted from 0, e.g. 0/4), got {text!r}")
+            raise InvalidArgument("expected I/N, shard I of N counted from 0 (e.g. 0/4)")
         index, count = (int(group) for group in match.groups())
         return cls(index, count)
 

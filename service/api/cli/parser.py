@@ -36,17 +36,6 @@ EXIT_CODES = """exit codes:
   130 interrupted; 141 output closed early (e.g. piped into head)"""
 
 
-def _shard(text: str) -> Any:
-    """``--shard I/N`` → ``Shard``; a bad value is argparse's usage error (exit 2, before anything is opened)."""
-    from acl.errors import InvalidArgument
-    from indexer.ingest.shards import Shard
-
-    try:
-        return Shard.parse(text)
-    except InvalidArgument as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
-
-
 def _command(sub: Any, name: str, summary: str, examples: str) -> argparse.ArgumentParser:
     """A subcommand whose --help ends with examples."""
     parser: argparse.ArgumentParser = sub.add_parser(
@@ -102,7 +91,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--shard",
-        type=_shard,
         metavar="I/N",
         help="index only shard I of N (0-based): the files whose path hashes to I mod N; the N shards, "
         "run one after another or at once (one per worker), leave the store as one run does",

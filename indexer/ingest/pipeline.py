@@ -223,9 +223,10 @@ class Ingestor:
         ``shard`` (``docqa index --shard i/N``) limits all of that to the
         shard's documents (``indexer.ingest.shards``): its files are indexed
         and re-ACLed, and only its documents whose files are gone are removed;
-        every shard makes the manifest's groups the store's (the same rows
-        each time). So the N shards of a split, run in any order or at once,
-        leave the store as one run does.
+        shard 0 alone makes the manifest's groups the store's (one writer of
+        store-wide rows: concurrent replacements of the same rows would collide
+        in PostgreSQL). So the N shards of a split, run in any order or at
+        once, leave the store as one run does.
         """
         if not os.path.lexists(root):
             gone = self._forget_folder(root.resolve(), shard)
@@ -235,7 +236,8 @@ class Ingestor:
         manifest = load_manifest(manifest_file)
         origin = f"folder:{root}"
         found = _shard_of_scan(self.scan(root), shard)
-        self._access.replace_manifest_groups(self._store_id, manifest.groups)
+        if shard.index == 0:
+            self._access.replace_manifest_groups(self._store_id, manifest.groups)
         report = IndexReport(skipped=found.unsupported, refused=dict(found.refused))
         known: dict[str, DocumentRecord] = {}
         for document in self._catalog.list_documents(self._store_id):
@@ -333,7 +335,8 @@ class Ingestor:
             return None
         documents = [document_id for document_id in documents if shard.owns(document_id)]
         log.warning("store %s: folder %s is gone; removing its %d documents", self._store_id, root, len(documents))
-        self._access.replace_manifest_groups(self._store_id, {})
+        if shard.index == 0:
+            self._access.replace_manifest_groups(self._store_id, {})
         report = IndexReport()
         for document_id in documents:
             self.delete(document_id)

@@ -38,7 +38,7 @@ def test_the_split_is_a_stable_hash_of_the_path() -> None:
 def test_a_shard_indexes_and_removes_only_its_own_documents(tmp_path: Path) -> None:
     root = tmp_path / "corpus"
     root.mkdir()
-    (root / "acl.yaml").write_text("documents:\n  - match: '**'\n    allow: [group:everyone]\n")
+    (root / "acl.yaml").write_text("groups:\n  hr: [user:bob]\ndocuments:\n  - match: '**'\n    allow: [group:hr]\n")
     names = [f"doc{i}.md" for i in range(12)]
     for name in names:
         (root / name).write_text(f"# {name}\n\nText of {name}.\n")
@@ -46,15 +46,18 @@ def test_a_shard_indexes_and_removes_only_its_own_documents(tmp_path: Path) -> N
     Admin(repo).ensure_store(STORE, "fake", StoreDefaults())
     index, embedder = FakeIndex(), FakeEmbedder()
     run = ingestor(index, repo, embedder)
-    first = run.index_folder(root, shard=Shard(0, 2))
     mine = sorted(n for n in names if shard_of(n, 2) == 0)
-    assert sorted(first.indexed) == mine and 0 < len(mine) < len(names)
-    assert sorted(d.id for d in repo.list_documents(STORE)) == mine
-    assert sorted(run.index_folder(root, shard=Shard(1, 2)).indexed) == sorted(set(names) - set(mine))
+    theirs = sorted(set(names) - set(mine))
+    assert 0 < len(mine) < len(names)
+    assert sorted(run.index_folder(root, shard=Shard(1, 2)).indexed) == theirs
+    assert sorted(d.id for d in repo.list_documents(STORE)) == theirs
+    assert not repo.memberships(STORE)  # the store's groups are shard 0's to write, once
+    assert sorted(run.index_folder(root, shard=Shard(0, 2)).indexed) == mine
+    assert repo.memberships(STORE) == {"user:bob": frozenset({"group:hr"})}
+    assert run.index_folder(root).unchanged == sorted(names)  # one whole run finds nothing to do
     for name in names:
         (root / name).unlink()
-    gone = run.index_folder(root, shard=Shard(1, 2))
-    assert sorted(gone.removed) == sorted(set(names) - set(mine))
+    assert sorted(run.index_folder(root, shard=Shard(1, 2)).removed) == theirs
     assert sorted(d.id for d in repo.list_documents(STORE)) == mine  # shard 0's are shard 0's to remove
 
 

@@ -114,7 +114,8 @@ def main() -> None:
             same = same and many_chunks == one_chunks and same_store(one, many)
         best_one, best_many = min(one_s), min(many_s)
         print(
-            f"corpus: {args.docs} Markdown documents, {one_chunks} chunks; {os.cpu_count()} CPU cores; best of {args.repeat}"
+            f"corpus: {args.docs} Markdown documents, {one_chunks} chunks; "
+            f"{os.cpu_count()} CPU cores; best of {args.repeat}"
         )
         print(f"1 process:           {best_one:6.1f} s  {one_chunks / best_one:6.1f} chunks/s  (model load included)")
         print(

@@ -3,6 +3,7 @@ so a test can SIGKILL it at any point. Usage: kill_driver.py DATA_DIR FOLDER [SH
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from tests.fakes_service import FakeEmbedder
 
 class SlowEmbedder(FakeEmbedder):
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        time.sleep(0.02)
+        time.sleep(float(os.environ.get("KILL_DRIVER_DELAY_S", "0.02")))
         return super().embed_documents(texts)
 
 

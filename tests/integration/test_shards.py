@@ -3,7 +3,7 @@ gives (documents, chunks, texts, ACLs, manifest groups), through changes, remova
 
 from __future__ import annotations
 
-import random
+import os
 import signal
 import sqlite3
 import subprocess
@@ -50,9 +50,19 @@ def run(data_dir: Path, folder: Path, *shards: str) -> None:
         assert process.returncode == 0, err
 
 
-def start(data_dir: Path, folder: Path, shard: str) -> subprocess.Popen[str]:
+def start(data_dir: Path, folder: Path, shard: str, delay_s: float = 0.02) -> subprocess.Popen[str]:
     command = [sys.executable, str(DRIVER), str(data_dir), str(folder)] + ([shard] if shard else [])
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {**os.environ, "KILL_DRIVER_DELAY_S": str(delay_s)}  # per model call, one document each
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def recorded(data_dir: Path) -> set[str]:
+    """The documents the catalog holds now (none before the first run has created it)."""
+    try:
+        with sqlite3.connect(data_dir / "settings.sqlite", timeout=30) as db:
+            return {row[0] for row in db.execute("SELECT id FROM documents WHERE store_id = ?", (STORE,))}
+    except sqlite3.OperationalError:
+        return set()
 
 
 def state(data_dir: Path) -> tuple[object, ...]:
@@ -97,18 +107,20 @@ def test_a_shard_killed_midway_and_run_again_finishes_exactly(tmp_path: Path) ->
     reference = tmp_path / "reference"
     run(reference, folder)
     expected = state(reference)
-    rng = random.Random(20)
+    everything = {d.id for d in expected[0]}  # type: ignore[attr-defined]
+    theirs = {name for name in everything if shard_of(name, 2) == 1}
     data = tmp_path / "killed"
     survivor = start(data, folder, "0/2")
-    for _ in range(2):
-        victim = start(data, folder, "1/2")
-        time.sleep(rng.uniform(0.8, 2.0))
+    for wanted in (3, 6):  # killed twice, each time a few documents into the shard (it resumes in between)
+        victim = start(data, folder, "1/2", delay_s=0.2)
+        deadline = time.monotonic() + 120
+        while len(recorded(data) & theirs) < wanted and victim.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
         victim.send_signal(signal.SIGKILL)
         victim.communicate(timeout=60)
     _, err = survivor.communicate(timeout=300)
     assert survivor.returncode == 0, err
-    mine = {d.id for d in state(data)[0] if shard_of(d.id, 2) == 1}  # type: ignore[attr-defined]
-    assert len(mine) < sum(shard_of(d.id, 2) == 1 for d in expected[0]), "the kill landed after the shard's end"  # type: ignore[attr-defined]
+    assert 6 <= len(recorded(data) & theirs) < len(theirs), "the kills did not land in the middle of the shard"
     run(data, folder, "1/2")
     assert state(data) == expected
 

@@ -74,3 +74,24 @@ def test_two_processes_creating_one_store_at_once_both_get_it() -> None:
     assert Admin(repo).ensure_store(STORE, "fake", StoreDefaults()).id == STORE
     with pytest.raises(InvalidArgument, match="embedding model"):
         Admin(repo).ensure_store(STORE, "another-model", StoreDefaults())
+
+
+def test_a_deleted_folder_goes_shard_by_shard_and_its_groups_with_shard_0(tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "acl.yaml").write_text("groups:\n  hr: [user:bob]\ndocuments:\n  - match: '**'\n    allow: [group:hr]\n")
+    names = [f"doc{i}.md" for i in range(8)]
+    for name in names:
+        (root / name).write_text(f"# {name}\n\nText of {name}.\n")
+    repo = SqlSettingsRepository.from_url("sqlite://")
+    Admin(repo).ensure_store(STORE, "fake", StoreDefaults())
+    run = ingestor(FakeIndex(), repo, FakeEmbedder())
+    run.index_folder(root)
+    for name in [*names, "acl.yaml"]:
+        (root / name).unlink()
+    root.rmdir()
+    theirs = sorted(n for n in names if shard_of(n, 2) == 1)
+    assert sorted(run.index_folder(root, shard=Shard(1, 2)).removed) == theirs
+    assert repo.memberships(STORE)  # shard 0's to drop
+    assert sorted(run.index_folder(root, shard=Shard(0, 2)).removed) == sorted(set(names) - set(theirs))
+    assert not repo.memberships(STORE) and not repo.list_documents(STORE)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from acl.errors import ConfigurationError
+from indexer.devices import pick_device
 from indexer.index.port import Vector
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ def resolve_model_path(model: str) -> Path | str:
 
 
 class SentenceTransformerEmbedder(Embedder):
-    """Embeds with a sentence-transformers model, batched, on the CPU by default."""
+    """Embeds with a sentence-transformers model, batched, on a GPU when there is one (else the CPU) by default."""
 
     def __init__(
         self,
@@ -153,7 +154,7 @@ class SentenceTransformerEmbedder(Embedder):
                 from sentence_transformers import SentenceTransformer
 
                 try:
-                    self._model = SentenceTransformer(str(self._source), device=self._device or "cpu")
+                    self._model = SentenceTransformer(str(self._source), device=pick_device(self._device))
                 except OSError as exc:
                     raise ConfigurationError(f"embedding.model: cannot load {self.model_name!r}: {exc}") from exc
             return self._model

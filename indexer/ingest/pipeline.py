@@ -29,6 +29,7 @@ from indexer.index.attributes import EMPTY_METADATA, frozen_metadata, instant, i
 from indexer.index.port import DocumentsRejected
 from indexer.ingest.manifest import MANIFEST_NAME, load_manifest
 from indexer.ingest.safe_scan import ScanResult, modified_inside, read_inside, scan_folder
+from indexer.ingest.shards import WHOLE, Shard
 from indexer.loaders import SUPPORTED_SUFFIXES, content_type_for, load_bytes
 from indexer.source_uris import validate_source_uri
 
@@ -198,6 +199,7 @@ class Ingestor:
         on_total: Callable[[int], None] | None = None,
         on_chunks: Progress | None = None,
         reindex: bool = False,
+        shard: Shard = WHOLE,
     ) -> IndexReport:
         """Bring the store in line with the folder: add, re-index, re-ACL, remove.
 
@@ -217,19 +219,30 @@ class Ingestor:
         ``reindex`` loads, chunks and embeds every file again, changed or not:
         what a newer loader or chunker extracts (PDF pages, HTML anchors,
         cleaner text) reaches documents indexed before it.
+
+        ``shard`` (``docqa index --shard i/N``) limits all of that to the
+        shard's documents (``indexer.ingest.shards``): its files are indexed
+        and re-ACLed, and only its documents whose files are gone are removed;
+        shard 0 alone makes the manifest's groups the store's (one writer of
+        store-wide rows: concurrent replacements of the same rows would collide
+        in PostgreSQL). So the N shards of a split, run in any order or at
+        once, leave the store as one run does.
         """
         if not os.path.lexists(root):
-            gone = self._forget_folder(root.resolve())
+            gone = self._forget_folder(root.resolve(), shard)
             if gone is not None:
                 return gone
         root, manifest_file = folder_and_manifest(root, manifest_path)
         manifest = load_manifest(manifest_file)
         origin = f"folder:{root}"
-        found = self.scan(root)
-        self._access.replace_manifest_groups(self._store_id, manifest.groups)
+        found = _shard_of_scan(self.scan(root), shard)
+        if shard.index == 0:
+            self._access.replace_manifest_groups(self._store_id, manifest.groups)
         report = IndexReport(skipped=found.unsupported, refused=dict(found.refused))
         known: dict[str, DocumentRecord] = {}
         for document in self._catalog.list_documents(self._store_id):
+            if not shard.owns(document.id):
+                continue
             if document.origin == origin:
                 known[document.id] = document
             elif document.origin.startswith("folder:"):
@@ -315,13 +328,15 @@ class Ingestor:
         self._index.refresh(self._store_id)
         return report
 
-    def _forget_folder(self, root: Path) -> IndexReport | None:
+    def _forget_folder(self, root: Path, shard: Shard) -> IndexReport | None:
         """The store's folder is gone: its documents and its manifest's groups go too (None: not this store's)."""
         documents = [d.id for d in self._catalog.list_documents(self._store_id, origin=f"folder:{root}")]
         if not documents:
             return None
+        documents = [document_id for document_id in documents if shard.owns(document_id)]
         log.warning("store %s: folder %s is gone; removing its %d documents", self._store_id, root, len(documents))
-        self._access.replace_manifest_groups(self._store_id, {})
+        if shard.index == 0:
+            self._access.replace_manifest_groups(self._store_id, {})
         report = IndexReport()
         for document_id in documents:
             self.delete(document_id)
@@ -499,6 +514,18 @@ class Ingestor:
         for document_id, acl in now.items():
             if acl != written[document_id]:
                 self.sync_index_acl(document_id, acl)
+
+
+def _shard_of_scan(found: ScanResult, shard: Shard) -> ScanResult:
+    """The entries of ``found`` that are ``shard``'s (each entry is reported by one shard only)."""
+    if shard == WHOLE:
+        return found
+    return replace(
+        found,
+        files=[name for name in found.files if shard.owns(name)],
+        unsupported=[name for name in found.unsupported if shard.owns(name)],
+        refused={name: why for name, why in found.refused.items() if shard.owns(name)},
+    )
 
 
 def _reason(error: LoadError, document_id: str) -> str:

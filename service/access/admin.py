@@ -58,25 +58,34 @@ class Admin:
         validate_store_id(store_id)
         store = self._repo.get_store(store_id)
         if store is None:
-            return self._repo.create_store(
-                Store(
-                    id=store_id,
-                    name=store_id,
-                    embedding_model=embedding_model,
-                    level=defaults.level,
-                    min_threshold=defaults.min_threshold,
-                    max_threshold=defaults.max_threshold,
-                    max_chunks=defaults.max_chunks,
-                    fusion=defaults.fusion,
-                    lexical_weight=defaults.lexical_weight,
-                )
-            )
+            try:
+                return self._create_store(store_id, embedding_model, defaults)
+            except InvalidArgument:
+                # Another process (a second indexing shard) created it meanwhile: use that one.
+                store = self._repo.get_store(store_id)
+                if store is None:
+                    raise
         if store.embedding_model != embedding_model:
             raise InvalidArgument(
                 f"store {store_id!r} was indexed with embedding model {store.embedding_model!r}, "
                 f"but the configured model is {embedding_model!r}"
             )
         return store
+
+    def _create_store(self, store_id: str, embedding_model: str, defaults: StoreDefaults) -> Store:
+        return self._repo.create_store(
+            Store(
+                id=store_id,
+                name=store_id,
+                embedding_model=embedding_model,
+                level=defaults.level,
+                min_threshold=defaults.min_threshold,
+                max_threshold=defaults.max_threshold,
+                max_chunks=defaults.max_chunks,
+                fusion=defaults.fusion,
+                lexical_weight=defaults.lexical_weight,
+            )
+        )
 
     def update_settings(self, store_id: str, **changes: Any) -> Store:
         """Validate and apply setting changes (None values are ignored; ``source_base_url=""`` removes the URL)."""

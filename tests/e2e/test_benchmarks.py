@@ -138,3 +138,9 @@ def test_quality_bench_prints_every_mode_side_by_side(tmp_path: Path) -> None:
     # The bench leaves the store's settings as it found them.
     reports = sorted((ROOT / "bench" / "results").glob("quality-*.json"))
     assert json.loads(reports[-1].read_text())["dense"]["summary"]["answerable"] == 4
+
+
+def test_shards_bench_compares_one_process_with_two_and_the_stores_agree() -> None:
+    result = bench("shards.py", "--docs", "3", "--repeat", "1")
+    assert "1 process:" in result.stdout and "2 processes --shard:" in result.stdout
+    assert "ratio" in result.stdout and "same store" in result.stdout and ": yes" in result.stdout

@@ -155,3 +155,19 @@ def test_on_a_terminal_the_bar_counts_chunks_and_warnings_stay_out_of_it(tmp_pat
     segments = re.split(r"[\r\n]+", text)
     warning = [s for s in segments if "EOF marker not found" in s]
     assert warning and all("indexing" not in s for s in warning), warning
+
+
+def test_a_bad_shard_is_one_line_before_anything_is_opened(tmp_path: Path) -> None:
+    folder = str(ROOT / "examples" / "acme")
+    for value, words in (
+        ("3/2", "--shard 3/2: there is no shard 3: shards of 2 are 0 to 1"),
+        ("x", "--shard x: expected I/N"),
+        ("1/0", "--shard 1/0: the number of shards must be between 1"),
+        ("-1/2", "--shard -1/2: expected I/N"),
+        ("1/", "--shard 1/: expected I/N"),
+    ):
+        result = run(tmp_path / "data", "index", folder, "--store", "s", f"--shard={value}", "--quiet")
+        assert result.returncode == 2, (value, result.stderr)
+        assert result.stderr.startswith(f"error: {words}") and result.stderr.count("\n") == 1, result.stderr
+    assert run(tmp_path / "data", "stores").stdout.startswith("no stores yet")  # nothing was created
+    assert not (tmp_path / "data" / "index" / "s.sqlite").exists()

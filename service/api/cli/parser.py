@@ -70,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
         "index a folder (txt, md, html, pdf, docx) with its ACL manifest",
         "  docqa index examples/acme --store acme\n"
         "  docqa index /srv/docs --store docs --acl-manifest /etc/docqa/docs-acl.yaml --quiet\n"
-        "  docqa index /srv/docs --store docs --progress-every 60 2>> index.log   # under cron",
+        "  docqa index /srv/docs --store docs --progress-every 60 2>> index.log   # under cron\n"
+        "  docqa index /srv/docs --store docs --shard 0/2 & docqa index /srv/docs --store docs --shard 1/2",
     )
     p.add_argument("path", help="the folder; a document's id is its path relative to it")
     p.add_argument("--store", required=True, help="store id (created on first use)")
@@ -87,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=10.0,
         metavar="S",
         help="seconds between progress lines when stderr is not a terminal (default 10)",
+    )
+    p.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="index only shard I of N (0-based): the files whose path hashes to I mod N; the N shards, "
+        "run one after another or at once (one per worker), leave the store as one run does",
     )
     p.set_defaults(handler=cmd_index)
 

@@ -7,19 +7,24 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from acl.errors import InvalidArgument
 from acl.model import user_principal
 from service.api.cli.filters import cli_filter
+
+if TYPE_CHECKING:
+    from indexer.ingest.shards import Shard
 
 
 def cmd_index(args: argparse.Namespace, app: Any) -> int:
     from contextlib import nullcontext
 
     from indexer.ingest.pipeline import folder_and_manifest
+    from indexer.ingest.shards import WHOLE
     from service.api.cli.progress import IndexProgress
 
+    shard = WHOLE if args.shard is None else _shard(args.shard)  # before anything is opened
     manifest = Path(args.acl_manifest) if args.acl_manifest else None
     folder = Path(args.path)
     if os.path.lexists(folder) or not _store_had_folder(app, args.store, folder):
@@ -32,7 +37,10 @@ def cmd_index(args: argparse.Namespace, app: Any) -> int:
     progress = None
     if not args.quiet:
         progress = IndexProgress(
-            f"indexing {args.path}", stream=sys.stderr, bar=on_terminal, interval_s=args.progress_every
+            f"indexing {args.path}" + (f" (shard {shard})" if shard != WHOLE else ""),
+            stream=sys.stderr,
+            bar=on_terminal,
+            interval_s=args.progress_every,
         )
     # Library warnings (pypdf's "EOF marker not found", ...) reach the log, and
     # on a terminal the log is written above the bar, never into it.
@@ -50,6 +58,7 @@ def cmd_index(args: argparse.Namespace, app: Any) -> int:
                 on_total=progress.on_total if progress else None,
                 on_chunks=progress.on_chunks if progress else None,
                 reindex=args.reindex,
+                shard=shard,
             )
     finally:
         if progress is not None:
@@ -58,8 +67,9 @@ def cmd_index(args: argparse.Namespace, app: Any) -> int:
         print(f"skipped {name}: {reason}", file=sys.stderr)
     for name in report.unmatched:
         print(f"note: {name}: no rule of the ACL manifest matches it, so nobody may read it", file=sys.stderr)
+    which = f"store {args.store}" + (f" shard {shard}" if shard != WHOLE else "")
     print(
-        f"store {args.store}: {len(report.indexed)} indexed ({report.chunks} chunks), "
+        f"{which}: {len(report.indexed)} indexed ({report.chunks} chunks), "
         f"{len(report.unchanged)} unchanged, {len(report.acl_updated)} ACL updated, "
         f"{len(report.removed)} removed, {len(report.failed)} failed"
         + (f", {len(report.refused)} refused (links, special files, bad names)" if report.refused else "")
@@ -69,6 +79,16 @@ def cmd_index(args: argparse.Namespace, app: Any) -> int:
         print("error: no document could be indexed", file=sys.stderr)
         return 1
     return 0
+
+
+def _shard(text: str) -> Shard:
+    """``--shard I/N`` → ``Shard``; InvalidArgument (exit 2) naming the option for anything else."""
+    from indexer.ingest.shards import Shard
+
+    try:
+        return Shard.parse(text)
+    except InvalidArgument as exc:
+        raise InvalidArgument(f"--shard {text}: {exc.message}") from None
 
 
 def _store_had_folder(app: Any, store_id: str, folder: Path) -> bool:

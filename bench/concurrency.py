@@ -205,6 +205,31 @@ def serve_and_measure(data_dir: Path, batching: bool, levels: list[int], seconds
     return results
 
 
+def encoder_ratio(data_dir: Path, rounds: int = 3) -> None:
+    """The batcher's ceiling, in-process: 16 questions in one encoder call vs one call each (best of ``rounds``)."""
+    from service.bootstrap import build_app
+
+    app = build_app(settings(data_dir))
+    embedder = app.embedder()
+    embedder.embed_query("warm up")
+    one_call, one_by_one = [], []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        embedder.embed_documents(QUESTIONS[:16])
+        one_call.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        for question in QUESTIONS[:16]:
+            embedder.embed_query(question)
+        one_by_one.append(time.perf_counter() - started)
+    app.close()
+    batched, single = min(one_call) * 1000, min(one_by_one) * 1000
+    print(
+        f"encoder alone: 16 questions one call each {single:.0f} ms, in one call {batched:.0f} ms "
+        f"({single / batched:.1f}x)",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=20000, help="chunks in the store (default 20000)")
@@ -218,6 +243,7 @@ def main() -> None:
     started = time.monotonic()
     chunks = build_store(args.data_dir, args.chunks)
     print(f"store {STORE}: {chunks} chunks (ready in {time.monotonic() - started:.0f} s)", flush=True)
+    encoder_ratio(args.data_dir)
     table = {mode: serve_and_measure(args.data_dir, mode, levels, args.seconds) for mode in (False, True)}
     print()
     print(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -37,39 +38,42 @@ class FailingEmbedder(FakeEmbedder):
         raise Unavailable("the encoder is down")
 
 
-def _ask_all(batcher: BatchingEmbedder, questions: list[str]) -> dict[str, object]:
-    results: dict[str, object] = {}
+class Callers:
+    """Threads that each ask one question of a batcher; ``results()`` waits for all and maps question → outcome."""
 
-    def ask(question: str) -> None:
+    def __init__(self, batcher: BatchingEmbedder, questions: list[str]) -> None:
+        self._outcomes: dict[str, object] = {}
+        self._threads = [threading.Thread(target=self._ask, args=(batcher, q)) for q in questions]
+        for thread in self._threads:
+            thread.start()
+
+    def _ask(self, batcher: BatchingEmbedder, question: str) -> None:
         try:
-            results[question] = batcher.embed_query(question)
+            self._outcomes[question] = batcher.embed_query(question)
         except Exception as exc:
-            results[question] = exc
+            self._outcomes[question] = exc
 
-    threads = [threading.Thread(target=ask, args=(q,)) for q in questions]
-    for thread in threads:
-        thread.start()
-    results["_threads"] = threads
-    return results
+    def results(self) -> dict[str, object]:
+        for thread in self._threads:
+            thread.join(timeout=10)
+        return self._outcomes
 
 
-def _join(results: dict[str, object]) -> dict[str, object]:
-    for thread in results.pop("_threads"):  # type: ignore[attr-defined]
-        thread.join(timeout=10)
-    return results
+def _until_queued(batcher: BatchingEmbedder, count: int) -> None:
+    while batcher._queue.qsize() < count:
+        threading.Event().wait(0.001)
 
 
 def test_concurrent_questions_share_few_encoder_calls_and_each_caller_gets_its_own_vector() -> None:
     inner = SlowEmbedder()
     batcher = BatchingEmbedder(inner, max_batch=64, max_wait_s=0.0)
-    first = _ask_all(batcher, ["warm-up question"])
+    first = Callers(batcher, ["warm-up question"])
     assert inner.entered.wait(timeout=10)  # the encoder is busy with the first question ...
     questions = [f"question number {i} about topic{i}" for i in range(40)]
-    rest = _ask_all(batcher, questions)  # ... while 40 more arrive
-    while batcher._queue.qsize() < len(questions):
-        threading.Event().wait(0.001)
+    rest = Callers(batcher, questions)  # ... while 40 more arrive
+    _until_queued(batcher, len(questions))
     inner.gate.set()
-    results = _join(first) | _join(rest)
+    results = first.results() | rest.results()
     batcher.close()
 
     assert inner.calls == 2  # 41 questions, two encoder calls: the first alone, then the 40 queued together
@@ -83,14 +87,13 @@ def test_concurrent_questions_share_few_encoder_calls_and_each_caller_gets_its_o
 def test_a_batch_holds_at_most_max_batch_questions() -> None:
     inner = SlowEmbedder()
     batcher = BatchingEmbedder(inner, max_batch=8, max_wait_s=0.0)
-    first = _ask_all(batcher, ["first"])
+    first = Callers(batcher, ["first"])
     assert inner.entered.wait(timeout=10)
-    rest = _ask_all(batcher, [f"q{i}" for i in range(20)])
-    while batcher._queue.qsize() < 20:
-        threading.Event().wait(0.001)
+    rest = Callers(batcher, [f"q{i}" for i in range(20)])
+    _until_queued(batcher, 20)
     inner.gate.set()
-    _join(first)
-    _join(rest)
+    first.results()
+    rest.results()
     batcher.close()
     assert inner.sizes == [1, 8, 8, 4]
 
@@ -107,15 +110,14 @@ def test_a_lone_question_is_embedded_after_the_short_wait() -> None:
 def test_a_full_queue_refuses_with_resource_exhausted_after_a_brief_wait() -> None:
     inner = SlowEmbedder()
     batcher = BatchingEmbedder(inner, max_batch=1, max_wait_s=0.0, max_queue=2, queue_timeout_s=0.01)
-    first = _ask_all(batcher, ["busy"])
+    first = Callers(batcher, ["busy"])
     assert inner.entered.wait(timeout=10)
-    queued = _ask_all(batcher, ["a", "b"])  # fills the queue of two
-    while batcher._queue.qsize() < 2:
-        threading.Event().wait(0.001)
+    queued = Callers(batcher, ["a", "b"])  # fills the queue of two
+    _until_queued(batcher, 2)
     with pytest.raises(ResourceExhausted, match="too many questions"):
         batcher.embed_query("one too many")
     inner.gate.set()
-    results = _join(first) | _join(queued)
+    results = first.results() | queued.results()
     batcher.close()
     assert all(isinstance(v, np.ndarray) for v in results.values())  # the queued ones were still answered
 
@@ -140,3 +142,27 @@ def test_documents_pass_straight_through_and_a_closed_batcher_refuses_questions(
 def test_bad_bounds_are_refused() -> None:
     with pytest.raises(ValueError, match="max_batch"):
         BatchingEmbedder(FakeEmbedder(), max_batch=0)
+
+
+def test_a_server_app_batches_questions_unless_configured_off(tmp_path: Path) -> None:
+    from service.bootstrap import build_app
+    from service.config import Settings
+
+    app = build_app(Settings(data_dir=tmp_path), embedder_factory=lambda _: FakeEmbedder())
+    assert not isinstance(app.embedder(), BatchingEmbedder)  # the CLI's one question needs no batcher
+    served = build_app(Settings(data_dir=tmp_path / "on"), embedder_factory=lambda _: FakeEmbedder())
+    served.batch_questions()
+    embedder = served.embedder()
+    assert isinstance(embedder, BatchingEmbedder)
+    np.testing.assert_array_equal(embedder.embed_query("parking"), FakeEmbedder().embed_query("parking"))
+    served.close()
+    with pytest.raises(Unavailable, match="closed"):
+        embedder.embed_query("after close")
+    off = build_app(
+        Settings(data_dir=tmp_path / "off", query_batching={"enabled": False}),
+        embedder_factory=lambda _: FakeEmbedder(),
+    )
+    off.batch_questions()
+    assert not isinstance(off.embedder(), BatchingEmbedder)
+    for each in (app, off):
+        each.close()

@@ -159,3 +159,19 @@ def test_an_unreachable_server_is_unavailable_and_a_remote_one_needs_a_token(dat
     assert far.returncode == 5 and "--token or DOCQA_TOKEN" in far.stderr
     odd = run(data_dir, "ask", "q", "--store", "acme", "--as", "bob", "--server", "ftp://host")
     assert odd.returncode == 2 and "--server must be an http(s) URL" in odd.stderr
+
+
+def test_asking_a_server_imports_no_model_index_or_server_library(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "service.api.cli", "search", "q", "--store", "acme", "--as", "bob"],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path, DOCQA_SERVER_URL=f"http://127.0.0.1:{_free_port()}"),
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 6, result.stderr
+    imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+    heavy = {"torch", "sentence_transformers", "sklearn", "sqlalchemy", "faiss", "grpc", "strawberry", "uvicorn"}
+    assert imported and not heavy & imported

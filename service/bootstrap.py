@@ -55,6 +55,7 @@ class App:
     _generator_checked: tuple[float, list[str]] | None = None
     _reranker: Reranker | None = None
     _reranker_ready: bool = False  # built (or handed in); None then means rerank.kind none
+    _batch_questions: bool = False  # a server's concurrent questions share encoder calls (query_batching)
 
     @property
     def repository(self) -> SettingsRepository:
@@ -176,7 +177,14 @@ class App:
                     self._embedders[name] = SentenceTransformerEmbedder(
                         name, batch_size=config.batch_size, device=config.device
                     )
+                if self._batch_questions and self.settings.query_batching.enabled:
+                    self._embedders[name] = _batching(self._embedders[name], self.settings)
             return self._embedders[name]
+
+    def batch_questions(self) -> None:
+        """Embed concurrent questions in shared encoder calls from now on (``docqa serve``; before any query)."""
+        with self._lock:
+            self._batch_questions = True
 
     @property
     def engine(self) -> QueryEngine:
@@ -266,10 +274,23 @@ class App:
     def close(self) -> None:
         if self._index is not None:
             self._index.close()
-        for adapter in (self._generator, self._reranker, self._repository):
+        for adapter in (self._generator, self._reranker, self._repository, *self._embedders.values()):
             close = getattr(adapter, "close", None)
             if close is not None:
                 close()
+
+
+def _batching(embedder: Embedder, settings: Settings) -> Embedder:
+    from indexer.query_batcher import BatchingEmbedder
+
+    config = settings.query_batching
+    return BatchingEmbedder(
+        embedder,
+        max_batch=config.max_batch,
+        max_wait_s=config.max_wait_ms / 1000,
+        max_queue=config.max_queue,
+        queue_timeout_s=config.queue_timeout_s,
+    )
 
 
 def opensearch_index(settings: Settings) -> Index:

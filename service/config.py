@@ -352,6 +352,20 @@ class QueryConfig(_Section):
     max_documents: int = Field(1000, ge=1)
 
 
+class QueryBatchingConfig(_Section):
+    """Concurrent questions embedded in one encoder call (``indexer.query_batcher``)."""
+
+    #: Batch the questions of concurrent queries; off: each question is its own encoder call.
+    enabled: bool = True
+    #: Most questions in one encoder call.
+    max_batch: int = Field(32, ge=1, le=1024)
+    #: How long the first question of a batch waits for others (milliseconds; 0 = only those queued already).
+    max_wait_ms: float = Field(1.0, ge=0, le=50)
+    #: Most questions waiting; a caller finding it full waits up to queue_timeout_s, then RESOURCE_EXHAUSTED.
+    max_queue: int = Field(256, ge=1, le=100_000)
+    queue_timeout_s: float = Field(1.0, ge=0, le=60)
+
+
 class HistoryConfig(_Section):
     """Users' query history, conversations and ratings (``service.history``)."""
 
@@ -445,6 +459,7 @@ class Settings(BaseSettings):
     rerank: RerankConfig = RerankConfig()
     store_defaults: StoreDefaults = StoreDefaults()
     query: QueryConfig = QueryConfig()
+    query_batching: QueryBatchingConfig = QueryBatchingConfig()
     # The gRPC and GraphQL servers and who may call them (sections defined at the end of this module).
     server: ServerConfig = Field(default_factory=lambda: ServerConfig())
     auth: AuthConfig = Field(default_factory=lambda: AuthConfig())

@@ -59,6 +59,15 @@ def mapping_for(error: BaseException) -> ErrorMapping:
     return _INTERNAL
 
 
+def error_for_graphql_code(code: str, message: str) -> DocQAError:
+    """The error a server reported with GraphQL ``code`` (the table read backwards; the CLI's ``--server`` mode),
+    so it maps to the same exit code as on the local path. An unknown code is an internal error."""
+    for cls, mapping in _TABLE:
+        if mapping.graphql_code == code:
+            return cls(message)
+    return DocQAError(message)
+
+
 #: The longest message a caller is told: one that echoes a caller's own junk (a megabyte of store id)
 #: is cut, so it still fits a gRPC status (whose details a client takes up to 16 KiB) and a log line.
 MAX_MESSAGE_CHARS = 1000

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from acl.errors import ConfigurationError, DocQAError
-from indexer.index.opensearch.versions import API_KEY_MINIMUM_VERSION, dotted, minimum_version
 from service.api.errors import public_message
 
 
@@ -116,6 +115,7 @@ def _doctor_server(app: Any, line: Callable[[str, bool, str], None]) -> bool:
     """The OpenSearch server's lines of ``docqa doctor``, as ``docqa serve`` checks it at start-up; False when
     it cannot be reached."""
     from indexer.index.opensearch.client import API_KEY_HINT, server_problems
+    from indexer.index.opensearch.versions import API_KEY_MINIMUM_VERSION, dotted, minimum_version
 
     config = app.settings.index.opensearch
     api_key = config.api_key is not None

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from acl.errors import DocQAError
 from service.api.cli.parser import build_parser
+from service.api.cli.remote import server_url
 from service.api.errors import mapping_for, public_message
 
 log = logging.getLogger("docqa.cli")
@@ -33,11 +34,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["DOCQA_DATA_DIR"] = args.data_dir
     app = None
     try:
-        from service.bootstrap import build_app
-        from service.config import load_settings
+        remote = getattr(args, "remote_handler", None)
+        url = server_url(args) if remote is not None else None
+        if remote is not None and url is not None:  # ask a running server: no data directory, no model here
+            code = int(remote(args, url))
+        else:
+            from service.bootstrap import build_app
+            from service.config import load_settings
 
-        app = build_app(load_settings(args.config))
-        code = int(args.handler(args, app))
+            app = build_app(load_settings(args.config))
+            code = int(args.handler(args, app))
         sys.stdout.flush()  # a closed pipe is met here, inside the handlers below, not at exit
         return code
     except DocQAError as exc:

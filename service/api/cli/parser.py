@@ -13,6 +13,7 @@ from service.api.cli.evaluate import cmd_eval
 from service.api.cli.filters import add_filter_options
 from service.api.cli.history import add_history_commands
 from service.api.cli.queries import cmd_ask, cmd_index, cmd_search
+from service.api.cli.remote import cmd_remote_query
 from service.api.cli.serve import cmd_serve
 
 
@@ -138,7 +139,18 @@ def build_parser() -> argparse.ArgumentParser:
                 "--k", type=int, default=10, metavar="N", help="number of chunks, 1 to query.max_k (default 10)"
             )
         add_filter_options(p)
-        p.set_defaults(handler=handler)
+        remote = p.add_argument_group("asking a running server", "instead of opening the data directory here")
+        remote.add_argument(
+            "--server",
+            metavar="URL",
+            help="ask the docqa serve at URL over GraphQL, e.g. http://127.0.0.1:8080 (default: $DOCQA_SERVER_URL)",
+        )
+        remote.add_argument(
+            "--token",
+            metavar="JWT",
+            help="bearer token for --server (default: $DOCQA_TOKEN; on this machine one is minted for --as USER)",
+        )
+        p.set_defaults(handler=handler, remote_handler=cmd_remote_query)
 
     add_analysis_commands(sub, _command)
 

@@ -98,7 +98,7 @@ def _store_had_folder(app: Any, store_id: str, folder: Path) -> bool:
     return bool(app.repository.list_documents(store_id, origin=f"folder:{folder.resolve()}"))
 
 
-def _print_answer(answer: Any, user: str, out: TextIO) -> None:
+def print_answer(answer: Any, user: str, out: TextIO) -> None:
     if answer.answer is not None:
         print(f"Answer for {user}:", file=out)
         for line in answer.answer.splitlines():
@@ -170,7 +170,7 @@ def cmd_ask(args: argparse.Namespace, app: Any) -> int:
     if args.json:
         print(json.dumps(answer.to_dict(local=True), ensure_ascii=False))
     else:
-        _print_answer(answer, args.as_user, sys.stdout)
+        print_answer(answer, args.as_user, sys.stdout)
     return 0
 
 
@@ -203,5 +203,5 @@ def cmd_search(args: argparse.Namespace, app: Any) -> int:
     if args.json:
         print(json.dumps(answer.to_dict(local=True), ensure_ascii=False))
     else:
-        _print_answer(answer, args.as_user, sys.stdout)
+        print_answer(answer, args.as_user, sys.stdout)
     return 0

@@ -26,6 +26,7 @@ def cmd_serve(args: argparse.Namespace, app: Any) -> int:
     # An OpenSearch DocQA would answer wrongly on stops start-up here (exit 8, the reason); one that does
     # not answer yet is logged and served anyway (/readyz tells the orchestrator).
     app.check_index_server()
+    app.batch_questions()  # concurrent callers' questions share encoder calls (query_batching)
     purge_history(app)  # history.retention_days, at every start (and hourly below)
     services = services_for(app, Metrics())
     config = app.settings.server

@@ -1,0 +1,269 @@
+"""Concurrent clients: retrieval-only questions over gRPC and GraphQL, with and without the question batcher.
+
+A store of ``--chunks`` chunks (synthetic 384-d vectors: indexed with a hashing fake embedder under the
+packaged model's name) is served in-process by the real servers, and every question is embedded by the
+real all-MiniLM-L6-v2 (torch, CPU). Clients run in a separate process (threads, one connection each) so
+they do not share the server's interpreter. For 1, 4, 16 and 64 clients, each for ``--seconds``, it prints
+req/s and p50/p99 latency, per transport, with ``query_batching`` off (each question its own encoder call)
+and on (concurrent questions in one call), then throughput at 16 clients ÷ 1 client.
+
+    python bench/concurrency.py --chunks 20000 --seconds 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import multiprocessing
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from figures import percentiles  # noqa: E402  (bench/figures.py)
+
+STORE = "bench"
+AUTH = {"hs256_secret": "bench-secret-" + "0" * 64, "issuer": "docqa-bench", "audience": "docqa"}
+TOPICS = ["vacation", "parking", "salary", "travel", "security", "laptop", "benefits", "training"]
+QUESTIONS = [
+    f"{what} {topic}?"
+    for topic in TOPICS
+    for what in ("What are the rules for", "Who approves", "How do I request", "What is the budget for")
+]
+GRAPHQL = 'query Q($q: String!) { vectorQuery(storeId: "bench", question: $q, maxChunks: 10, performLlmQuery: false) { queryId } }'  # noqa: E501
+
+
+def settings(data_dir: Path) -> Any:
+    from service.config import Settings
+
+    return Settings(data_dir=data_dir, auth=AUTH)
+
+
+def build_store(data_dir: Path, chunks: int) -> int:
+    """The store (reused when it holds enough chunks already); its chunk count."""
+    from acl.model import Acl
+    from service.bootstrap import build_app
+    from tests.fakes_service import FakeEmbedder
+
+    fake = FakeEmbedder(dimension=384, max_tokens=64, model_name="all-MiniLM-L6-v2")
+    app = build_app(settings(data_dir), embedder_factory=lambda _: fake)
+    from service.access.store_summaries import ADMIN, StoreSummaries
+
+    have = sum(s.chunks for s in StoreSummaries(app.repository).list(ADMIN) if s.store.id == STORE)
+    if have >= chunks:
+        app.close()
+        return have
+    ingestor = app.ingestor(STORE)
+    made, i = have, 0
+    while made < chunks:
+        topic = TOPICS[i % len(TOPICS)]
+        text = "\n\n".join(
+            f"Section {j} of policy {i} on {topic}: the {topic} rule {j} applies to team {i % 10} and to "
+            f"requests of type {j % 7}, approved by the {topic} office within {j + 2} days, budget line {i * j}."
+            for j in range(20)
+        )
+        report = ingestor.upsert_bytes(f"doc-{i}.md", text.encode(), "text/markdown", acl=Acl.of(["group:everyone"]))
+        made += report.chunks
+        i += 1
+    app.close()
+    return made
+
+
+def clients(transport: str, address: str, token: str, count: int, seconds: float, out: Any) -> None:
+    """Run ``count`` client threads for ``seconds`` (in the client process); put (latencies, errors) on ``out``."""
+    latencies: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def grpc_client(n: int) -> tuple[list[float], int]:
+        import grpc
+
+        from service.api.grpc.stubs import load
+
+        stubs = load()
+        mine: list[float] = []
+        failed = 0
+        with grpc.insecure_channel(address) as channel:
+            stub = stubs.query_grpc.QueryServiceStub(channel)
+            i = n
+            while time.monotonic() < deadline:
+                request = stubs.query.VectorQueryRequest(
+                    store_id=STORE, question=QUESTIONS[i % len(QUESTIONS)], max_chunks=10, perform_llm_query=False
+                )
+                started = time.perf_counter()
+                try:
+                    stub.VectorQuery(request, metadata=(("authorization", f"Bearer {token}"),), timeout=30)
+                except grpc.RpcError:
+                    failed += 1
+                mine.append(time.perf_counter() - started)
+                i += 1
+        return mine, failed
+
+    def graphql_client(n: int) -> tuple[list[float], int]:
+        host, port = address.rsplit(":", 1)
+        connection = http.client.HTTPConnection(host, int(port), timeout=30)
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+        mine: list[float] = []
+        failed = 0
+        i = n
+        while time.monotonic() < deadline:
+            body = json.dumps({"query": GRAPHQL, "variables": {"q": QUESTIONS[i % len(QUESTIONS)]}})
+            started = time.perf_counter()
+            try:
+                connection.request("POST", "/graphql", body, headers)
+                reply = connection.getresponse()
+                payload = json.loads(reply.read())
+                failed += bool(reply.status != 200 or payload.get("errors"))
+            except (OSError, http.client.HTTPException, ValueError):
+                failed += 1
+                connection.close()
+                connection = http.client.HTTPConnection(host, int(port), timeout=30)
+            mine.append(time.perf_counter() - started)
+            i += 1
+        connection.close()
+        return mine, failed
+
+    def run(n: int) -> None:
+        nonlocal errors
+        mine, failed = (grpc_client if transport == "grpc" else graphql_client)(n)
+        with lock:
+            latencies.extend(mine)
+            errors += failed
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    out.put((latencies, errors))
+
+
+def measure(transport: str, address: str, token: str, count: int, seconds: float) -> dict[str, float]:
+    context = multiprocessing.get_context("spawn")
+    out = context.Queue()
+    process = context.Process(target=clients, args=(transport, address, token, count, seconds, out))
+    began = time.monotonic()
+    process.start()
+    latencies, errors = out.get(timeout=seconds + 120)
+    process.join(timeout=30)
+    elapsed = time.monotonic() - began
+    p50, p99 = percentiles(latencies)
+    # Throughput over the clients' own window: requests ÷ seconds (the process start is not counted).
+    return {"rps": len(latencies) / seconds, "p50": p50 * 1000, "p99": p99 * 1000, "errors": errors, "wall": elapsed}
+
+
+def serve_and_measure(data_dir: Path, batching: bool, levels: list[int], seconds: float) -> dict[tuple[str, int], Any]:
+    from service.api.graphql.schema import GraphQLServices
+    from service.api.grpc.server import services_for, start_grpc
+    from service.api.http import start_http
+    from service.bootstrap import build_app
+    from service.observability.metrics import Metrics
+    from service.security.tokens import mint_token
+
+    app = build_app(settings(data_dir))
+    if batching:
+        app.batch_questions()
+    app.embedder().embed_query("warm up")  # the model loads here, not inside a measurement
+    services = services_for(app, Metrics())
+    grpc_server = start_grpc(services, "127.0.0.1", 0)
+    http_server = start_http(
+        GraphQLServices(app, services.authenticator, services.queries, services.metrics, services.streams),
+        "127.0.0.1",
+        0,
+    )
+    token = mint_token(app.settings, "bench", ttl_s=3600)
+    addresses = {"grpc": f"127.0.0.1:{grpc_server.port}", "graphql": f"127.0.0.1:{http_server.port}"}
+    results: dict[tuple[str, int], Any] = {}
+    try:
+        for transport, address in addresses.items():
+            measure(transport, address, token, 4, 3.0)  # warm-up: the model, the graph, the connections
+            for count in levels:
+                results[(transport, count)] = measure(transport, address, token, count, seconds)
+                row = results[(transport, count)]
+                print(
+                    f"  batching {'on ' if batching else 'off'} {transport:<8} {count:>3} clients  "
+                    f"{row['rps']:7.1f} req/s  p50 {row['p50']:7.1f} ms  p99 {row['p99']:7.1f} ms  "
+                    f"errors {row['errors']}",
+                    flush=True,
+                )
+        embedder = app.embedder()
+        if batching:
+            batches, questions = getattr(embedder, "batches", 0), getattr(embedder, "questions", 0)
+            print(
+                f"  batcher: {questions} questions in {batches} encoder calls ({questions / max(batches, 1):.1f} each)"
+            )
+    finally:
+        http_server.stop()
+        grpc_server.stop(0)
+        app.close()
+    return results
+
+
+def encoder_ratio(data_dir: Path, rounds: int = 3) -> None:
+    """The batcher's ceiling, in-process: 16 questions in one encoder call vs one call each (best of ``rounds``)."""
+    from service.bootstrap import build_app
+
+    app = build_app(settings(data_dir))
+    embedder = app.embedder()
+    embedder.embed_query("warm up")
+    one_call, one_by_one = [], []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        embedder.embed_documents(QUESTIONS[:16])
+        one_call.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        for question in QUESTIONS[:16]:
+            embedder.embed_query(question)
+        one_by_one.append(time.perf_counter() - started)
+    app.close()
+    batched, single = min(one_call) * 1000, min(one_by_one) * 1000
+    print(
+        f"encoder alone: 16 questions one call each {single:.0f} ms, in one call {batched:.0f} ms "
+        f"({single / batched:.1f}x)",
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=20000, help="chunks in the store (default 20000)")
+    parser.add_argument("--seconds", type=float, default=4.0, help="seconds per measurement (default 4)")
+    parser.add_argument("--clients", default="1,4,16,64", help="client counts (default 1,4,16,64)")
+    parser.add_argument(
+        "--data-dir", type=Path, default=Path("/tmp/docqa-bench-concurrency"), help="kept between runs (the store)"
+    )
+    args = parser.parse_args()
+    levels = [int(c) for c in args.clients.split(",")]
+    started = time.monotonic()
+    chunks = build_store(args.data_dir, args.chunks)
+    print(f"store {STORE}: {chunks} chunks (ready in {time.monotonic() - started:.0f} s)", flush=True)
+    encoder_ratio(args.data_dir)
+    table = {mode: serve_and_measure(args.data_dir, mode, levels, args.seconds) for mode in (False, True)}
+    print()
+    print(
+        f"{'transport':<9} {'clients':>7} | {'off: req/s':>10} {'p50':>7} {'p99':>7} | "
+        f"{'on: req/s':>9} {'p50':>7} {'p99':>7}"
+    )
+    for transport in ("grpc", "graphql"):
+        for count in levels:
+            off, on = table[False][(transport, count)], table[True][(transport, count)]
+            print(
+                f"{transport:<9} {count:>7} | {off['rps']:10.1f} {off['p50']:7.1f} {off['p99']:7.1f} | "
+                f"{on['rps']:9.1f} {on['p50']:7.1f} {on['p99']:7.1f}"
+            )
+    if 1 in levels and 16 in levels:
+        for transport in ("grpc", "graphql"):
+            ratios = [
+                table[mode][(transport, 16)]["rps"] / table[mode][(transport, 1)]["rps"] for mode in (False, True)
+            ]
+            print(f"{transport}: throughput 16 clients ÷ 1 client: batching off {ratios[0]:.2f}x, on {ratios[1]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -20,6 +20,8 @@ from indexer.onnx_model import OnnxExportError, cached_export, shared_cache_dir,
 
 ROOT = Path(__file__).resolve().parents[2]
 
+pytestmark = pytest.mark.slow  # imports torch, and exports the model once per machine
+
 TEXTS = ([
     "",
     "a",

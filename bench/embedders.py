@@ -168,8 +168,10 @@ def main() -> None:
             backends["onnx int8"] = int8
         texts, docs, questions = corpus(onnx_e, args.chunks)
         tokens = sum(len(onnx_e.tokenizer.token_spans(t)) for t in texts) / len(texts)
-        print(f"{len(texts)} chunks (mean {tokens:.0f} tokens), {len(questions)} questions with their pages in, "
-              f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+        print(
+            f"{len(texts)} chunks (mean {tokens:.0f} tokens), {len(questions)} questions with their pages in, "
+            f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
+        )
         for embedder in backends.values():
             embedder.embed_documents(texts[:16])
         rates: dict[str, list[float]] = {name: [] for name in backends}
@@ -183,9 +185,11 @@ def main() -> None:
         print("| --- | --- | --- | --- | --- |")
         for name, embedder in backends.items():
             cosines = (vectors[name] * vectors["torch fp32"]).sum(axis=1)
-            print(f"| {name} | {max(rates[name]):.1f} | {max(rates[name]) / base:.2f} | "
-                  f"{cosines.mean():.4f} / {cosines.min():.4f} | "
-                  f"{hit_at_5(embedder, vectors[name], docs, questions):.3f} |")
+            print(
+                f"| {name} | {max(rates[name]):.1f} | {max(rates[name]) / base:.2f} | "
+                f"{cosines.mean():.4f} / {cosines.min():.4f} | "
+                f"{hit_at_5(embedder, vectors[name], docs, questions):.3f} |"
+            )
         short = [q.question for q in questions] or ["How many vacation days do I get?"]
         asked = [short[i % len(short)] for i in range(args.queries)]
         print(f"\nquestion embedding, {len(asked)} questions: p50 / p99 ms")
@@ -198,11 +202,15 @@ def main() -> None:
             folder = Path(tmp) / "corpus"
             folder.mkdir()
             make_corpus(folder, args.pipeline_docs)
-            whole = {name: pipeline_rate(backends[name], folder, Path(tmp) / f"p-{i}")
-                     for i, name in enumerate(("torch fp32", "onnx fp32"))}
-            print(f"\nwhole indexing path ({args.pipeline_docs} generated documents): torch "
-                  f"{whole['torch fp32']:.1f} chunks/s, onnx {whole['onnx fp32']:.1f} chunks/s, "
-                  f"× {whole['onnx fp32'] / whole['torch fp32']:.2f}")
+            whole = {
+                name: pipeline_rate(backends[name], folder, Path(tmp) / f"p-{i}")
+                for i, name in enumerate(("torch fp32", "onnx fp32"))
+            }
+            print(
+                f"\nwhole indexing path ({args.pipeline_docs} generated documents): torch "
+                f"{whole['torch fp32']:.1f} chunks/s, onnx {whole['onnx fp32']:.1f} chunks/s, "
+                f"× {whole['onnx fp32'] / whole['torch fp32']:.2f}"
+            )
         print("\ncold process to its first vector (interpreter start included; in-process part; torch imported?)")
         for backend in ("torch", "onnx"):
             total, inside, loaded = cold(backend, Path(tmp) / f"cold-{backend}")

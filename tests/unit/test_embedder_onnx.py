@@ -16,39 +16,42 @@ import pytest
 
 from indexer.embedder import SentenceTransformerEmbedder
 from indexer.embedder_onnx import OnnxEmbedder
-from indexer.onnx_model import OnnxExportError, cached_export, shared_cache_dir, valid_export
+from indexer.onnx_model import Exporter, OnnxExportError, cached_export, shared_cache_dir, valid_export
 
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.slow  # imports torch, and exports the model once per machine
 
-TEXTS = ([
-    "",
-    "a",
-    "How many vacation days do I get?",
-    "What is the travel budget assumption for 2027?",
-    "   leading and trailing whitespace   ",
-    "UPPER CASE SHOUTING ABOUT QUARTERLY RESULTS",
-    "Ünïcödé façade, naïve café, Straße und Grüße.",
-    "日本語のテキストも埋め込めるはずです。",
-    "Le conseil d'administration a approuvé le budget.",
-    "SELECT count(*) FROM chunks WHERE store_id = 'acme';",
-    "def embed(texts: list[str]) -> np.ndarray: return model.encode(texts)",
-    "https://example.com/path?query=1&other=two#anchor",
-    "1234567890 3.14159 2.71828 -42 1e-9",
-    "🙂 emoji 🚀 and symbols ™ © ®",
-    "\ttabs\tand\nnewlines\n\nbetween words",
-    "The quick brown fox jumps over the lazy dog. " * 30,  # past the model's 256 tokens: truncated
-    "word " * 400,
-] + [
-    f"Section {i}: the {topic} policy says employees must {verb} before {when}."
-    for i, (topic, verb, when) in enumerate(
-        (t, v, w)
-        for t in ("travel", "security", "vacation", "expense", "hiring", "privacy")
-        for v in ("file a request", "ask their manager")
-        for w in ("the end of the quarter", "any trip abroad", "Friday")
-    )
-])[:50]
+TEXTS = (
+    [
+        "",
+        "a",
+        "How many vacation days do I get?",
+        "What is the travel budget assumption for 2027?",
+        "   leading and trailing whitespace   ",
+        "UPPER CASE SHOUTING ABOUT QUARTERLY RESULTS",
+        "Ünïcödé façade, naïve café, Straße und Grüße.",
+        "日本語のテキストも埋め込めるはずです。",
+        "Le conseil d'administration a approuvé le budget.",
+        "SELECT count(*) FROM chunks WHERE store_id = 'acme';",
+        "def embed(texts: list[str]) -> np.ndarray: return model.encode(texts)",
+        "https://example.com/path?query=1&other=two#anchor",
+        "1234567890 3.14159 2.71828 -42 1e-9",
+        "🙂 emoji 🚀 and symbols ™ © ®",
+        "\ttabs\tand\nnewlines\n\nbetween words",
+        "The quick brown fox jumps over the lazy dog. " * 30,  # past the model's 256 tokens: truncated
+        "word " * 400,
+    ]
+    + [
+        f"Section {i}: the {topic} policy says employees must {verb} before {when}."
+        for i, (topic, verb, when) in enumerate(
+            (t, v, w)
+            for t in ("travel", "security", "vacation", "expense", "hiring", "privacy")
+            for v in ("file a request", "ask their manager")
+            for w in ("the end of the quarter", "any trip abroad", "Friday")
+        )
+    ]
+)[:50]
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +98,7 @@ def test_token_counts_match_the_torch_adapter(onnx: OnnxEmbedder, torch_embedder
         assert onnx.tokenizer.token_spans(text) == torch_embedder.tokenizer.token_spans(text)
 
 
-def _copying(source: Path, calls: list[int]) -> object:
+def _copying(source: Path, calls: list[int]) -> Exporter:
     def export(model_dir: Path, target: Path) -> None:
         calls.append(1)
         time.sleep(0.2)  # long enough for a second exporter to arrive while the first works
@@ -108,14 +111,14 @@ def test_a_corrupt_cached_model_is_exported_again_never_used(onnx: OnnxEmbedder,
     good = valid_export(next((onnx._caches[1] / "models").glob("all-MiniLM-L6-v2-*")))  # the export the module made
     assert good is not None
     calls: list[int] = []
-    first = OnnxEmbedder(caches=[tmp_path], exporter=_copying(good, calls))  # type: ignore[arg-type]
+    first = OnnxEmbedder(caches=[tmp_path], exporter=_copying(good, calls))
     want = first.embed_query("How many vacation days do I get?")
     model = next((tmp_path / "models").glob("*/model.onnx"))
     data = bytearray(model.read_bytes())
     data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)  # flipped weights that would still load
     model.write_bytes(bytes(data))
     assert valid_export(model.parent) is None
-    second = OnnxEmbedder(caches=[tmp_path], exporter=_copying(good, calls))  # type: ignore[arg-type]
+    second = OnnxEmbedder(caches=[tmp_path], exporter=_copying(good, calls))
     assert np.allclose(second.embed_query("How many vacation days do I get?"), want, atol=1e-6)
     assert len(calls) == 2 and valid_export(model.parent) == model
 
@@ -128,9 +131,7 @@ def test_two_exporters_at_once_export_once(onnx: OnnxEmbedder, tmp_path: Path) -
     assert isinstance(source, Path)
     results: list[Path] = []
     workers = [
-        threading.Thread(
-            target=lambda: results.append(cached_export("m", source, [tmp_path], _copying(good, calls)))  # type: ignore[arg-type]
-        )
+        threading.Thread(target=lambda: results.append(cached_export("m", source, [tmp_path], _copying(good, calls))))
         for _ in range(2)
     ]
     for worker in workers:

@@ -17,6 +17,7 @@ import pytest
 from indexer.embedder import SentenceTransformerEmbedder
 from indexer.embedder_onnx import OnnxEmbedder
 from indexer.onnx_model import Exporter, OnnxExportError, cached_export, shared_cache_dir, valid_export
+from tests.env import clear_docqa_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -181,3 +182,26 @@ def test_a_cold_process_embeds_without_importing_torch(onnx: OnnxEmbedder, share
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )
     assert done.stdout.split() == ["onnx", str(onnx.dimension), "False"], done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("backend", "device", "kind"),
+    [
+        ("onnx", None, OnnxEmbedder),
+        ("torch", None, SentenceTransformerEmbedder),
+        ("onnx", "cuda", SentenceTransformerEmbedder),
+    ],
+)
+def test_the_configured_backend_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str, device: str | None, kind: type
+) -> None:
+    from service.bootstrap import build_app
+    from service.config import load_settings
+
+    clear_docqa_env(monkeypatch, tmp_path)
+    monkeypatch.setenv("DOCQA_EMBEDDING__BACKEND", backend)
+    if device is not None:
+        monkeypatch.setenv("DOCQA_EMBEDDING__DEVICE", device)  # ONNX runs on the CPU; a device means torch
+    app = build_app(load_settings(None, data_dir=tmp_path))
+    assert type(app.embedder()) is kind
+    app.close()

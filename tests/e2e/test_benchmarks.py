@@ -138,3 +138,12 @@ def test_quality_bench_prints_every_mode_side_by_side(tmp_path: Path) -> None:
     # The bench leaves the store's settings as it found them.
     reports = sorted((ROOT / "bench" / "results").glob("quality-*.json"))
     assert json.loads(reports[-1].read_text())["dense"]["summary"]["answerable"] == 4
+
+
+def test_embedders_bench_puts_each_backend_next_to_torch() -> None:
+    out = bench(
+        "embedders.py", "--chunks", "8", "--queries", "3", "--repeat", "1", "--pipeline-docs", "1", "--int8"
+    ).stdout
+    for row in ("| torch fp32 | ", "| onnx fp32 | ", "| onnx int8 | ", "whole indexing path", "cold process"):
+        assert row in out
+    assert "onnx " in out and "torch imported: False" in out  # the ONNX cold process never imports torch

@@ -171,12 +171,7 @@ class App:
                 if self._embedder_factory is not None:
                     self._embedders[name] = self._embedder_factory(name)
                 else:
-                    from indexer.embedder import SentenceTransformerEmbedder
-
-                    config = self.settings.embedding
-                    self._embedders[name] = SentenceTransformerEmbedder(
-                        name, batch_size=config.batch_size, device=config.device
-                    )
+                    self._embedders[name] = self._build_embedder(name)
                 if self._batch_questions and self.settings.query_batching.enabled:
                     self._embedders[name] = _batching(self._embedders[name], self.settings)
             return self._embedders[name]
@@ -185,6 +180,19 @@ class App:
         """Embed concurrent questions in shared encoder calls from now on (``docqa serve``; before any query)."""
         with self._lock:
             self._batch_questions = True
+
+    def _build_embedder(self, name: str) -> Embedder:
+        config = self.settings.embedding
+        if config.backend == "onnx" and config.device in (None, "cpu"):
+            from indexer.embedder_onnx import OnnxEmbedder
+            from indexer.onnx_model import shared_cache_dir
+
+            shared = shared_cache_dir()
+            caches = [self.settings.data_dir] + ([shared] if shared is not None else [])
+            return OnnxEmbedder(name, caches=caches, batch_size=config.batch_size)
+        from indexer.embedder import SentenceTransformerEmbedder
+
+        return SentenceTransformerEmbedder(name, batch_size=config.batch_size, device=config.device)
 
     @property
     def engine(self) -> QueryEngine:

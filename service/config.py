@@ -165,6 +165,10 @@ class EmbeddingConfig(_Section):
     model: str = "all-MiniLM-L6-v2"
     batch_size: int = Field(32, ge=1, le=4096)
     device: str | None = None
+    #: ``onnx``: ONNX Runtime on an export of the model made once and cached (``<data_dir>/models``, and the
+    #: cache shared by data directories, ``DOCQA_MODEL_CACHE``); falls back to ``torch`` with a warning when the
+    #: export cannot be made. ``torch``: sentence-transformers. Same vectors; see README "Embedder backends".
+    backend: Literal["torch", "onnx"] = "onnx"
 
 
 class WatsonxConfig(_Section):

@@ -144,3 +144,12 @@ def test_shards_bench_compares_one_process_with_two_and_the_stores_agree() -> No
     result = bench("shards.py", "--docs", "3", "--repeat", "1")
     assert "1 process:" in result.stdout and "2 processes --shard:" in result.stdout
     assert "ratio" in result.stdout and "same store" in result.stdout and ": yes" in result.stdout
+
+
+def test_embedders_bench_puts_each_backend_next_to_torch() -> None:
+    out = bench(
+        "embedders.py", "--chunks", "8", "--queries", "3", "--repeat", "1", "--pipeline-docs", "1", "--int8"
+    ).stdout
+    for row in ("| torch fp32 | ", "| onnx fp32 | ", "| onnx int8 | ", "whole indexing path", "cold process"):
+        assert row in out
+    assert "onnx " in out and "torch imported: False" in out  # the ONNX cold process never imports torch

@@ -40,6 +40,7 @@ def test_environment_wins_over_file(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         ("store_defaults:\n  min_threshold: 0.9\n  max_threshold: 0.1\n", "store_defaults"),
         ("embedding:\n  batch_size: zero\n", "embedding.batch_size"),
         ("index:\n  backend: elastic\n", "index.backend"),
+        ("embedding:\n  backend: tensorrt\n", "embedding.backend"),
         ("unknown_key: 1\n", "unknown_key"),
     ],
 )

@@ -1,0 +1,221 @@
+"""Embedder backends side by side on the same chunks: torch (sentence-transformers) vs ONNX Runtime.
+
+    python bench/embedders.py [--chunks 200] [--queries 200] [--int8] [--pipeline-docs 20]
+
+Chunks come from the PostgreSQL manual's pages that the quality questions
+(bench/quality/postgresql-15.yaml, ``apt-get install postgresql-doc-15``) cite,
+chunked by DocQA's own chunker; without the manual, from examples/acme repeated.
+Printed, each backend next to torch fp32 measured in the same run:
+
+- chunks/s encoding those chunks (runs alternate so machine noise hits both);
+- the whole indexing path (load, chunk, embed, write) on a generated corpus (bench/indexing.py's);
+- cosine of each chunk's vector to torch's (mean/min) and, with the manual, an
+  embedder-level hit@5: each question against those chunks, dense only;
+- question-embedding latency p50/p99 over ``--queries`` short questions;
+- a cold process's time to its first vector (``build_app(...).embedder().embed_query``; the ONNX export cached).
+
+``--int8`` adds ONNX Runtime's dynamic int8 quantisation (per channel, MatMul
+weights) of the same export. Figures, not asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from indexer.chunker import Chunker  # noqa: E402
+from indexer.embedder import Embedder, SentenceTransformerEmbedder  # noqa: E402
+from indexer.embedder_onnx import OnnxEmbedder  # noqa: E402
+from indexer.loaders import load_path  # noqa: E402
+from indexer.onnx_model import shared_cache_dir  # noqa: E402
+from service.quality.questions import EvalQuestion, load_questions  # noqa: E402
+
+QUESTIONS = ROOT / "bench" / "quality" / "postgresql-15.yaml"
+COLD = (
+    "import sys, time; t = time.perf_counter(); from pathlib import Path; "
+    "from service.bootstrap import build_app; from service.config import load_settings; "
+    "e = build_app(load_settings(None, data_dir=Path(sys.argv[1]))).embedder(); "
+    "e.embed_query('How many vacation days do I get?'); "
+    "print(time.perf_counter() - t, 'torch' in sys.modules)"
+)
+
+
+def corpus(embedder: Embedder, limit: int) -> tuple[list[str], list[str], list[EvalQuestion]]:
+    """Chunk texts, each chunk's document id, and the questions whose documents are all in."""
+    chunker = Chunker(embedder.tokenizer, embedder.max_tokens)
+    texts: list[str] = []
+    docs: list[str] = []
+    questions = load_questions(QUESTIONS) if QUESTIONS.exists() else None
+    if questions is not None and Path(questions.root).is_dir():
+        root = Path(questions.root)
+        wanted: list[str] = []
+        for question in questions.questions:
+            wanted += [d for d in question.documents if d not in wanted]
+        for doc in wanted:
+            if len(texts) >= limit:
+                break
+            chunks = [c.text for c in chunker.chunk(load_path(root / doc))]
+            texts += chunks
+            docs += [doc] * len(chunks)
+        kept = set(docs)
+        return texts, docs, [q for q in questions.questions if q.documents and set(q.documents) <= kept]
+    acme = [c.text for p in sorted((ROOT / "examples" / "acme").rglob("*.md")) for c in chunker.chunk(load_path(p))]
+    while len(texts) < limit:
+        texts += acme
+    return texts[:limit], ["acme"] * limit, []
+
+
+def rate(embedder: Embedder, texts: list[str]) -> tuple[float, np.ndarray]:
+    start = time.perf_counter()
+    vectors = embedder.embed_documents(texts)
+    return len(texts) / (time.perf_counter() - start), vectors
+
+
+def hit_at_5(embedder: Embedder, vectors: np.ndarray, docs: list[str], questions: list[EvalQuestion]) -> float:
+    if not questions:
+        return float("nan")
+    hits = 0
+    for question in questions:
+        scores = vectors @ embedder.embed_query(question.question)
+        top = {docs[i] for i in np.argsort(-scores)[:5]}
+        hits += bool(top & set(question.documents))
+    return hits / len(questions)
+
+
+def latency(embedder: Embedder, questions: list[str]) -> tuple[float, float]:
+    times = []
+    for question in questions:
+        start = time.perf_counter()
+        embedder.embed_query(question)
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times), float(np.percentile(times, 99))
+
+
+def cold(backend: str, data_dir: Path) -> tuple[float, float, bool]:
+    env = {**os.environ, "DOCQA_EMBEDDING__BACKEND": backend, "PYTHONPATH": str(ROOT)}
+    env.pop("DOCQA_CONFIG", None)
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", COLD, str(data_dir)], env=env, capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    inside, torch_loaded = done.stdout.split()
+    return time.perf_counter() - start, float(inside), torch_loaded == "True"
+
+
+def pipeline_rate(embedder: Embedder, folder: Path, data_dir: Path) -> float:
+    from service.bootstrap import build_app
+    from service.config import load_settings
+
+    app = build_app(load_settings(None, data_dir=data_dir), embedder_factory=lambda _name: embedder)
+    start = time.perf_counter()
+    report = app.ingestor("bench").index_folder(folder)
+    elapsed = time.perf_counter() - start
+    app.close()
+    return report.chunks / elapsed
+
+
+def int8_exporter(fp32: Path) -> Callable[[Path, Path], None]:
+    def export(model_dir: Path, target: Path) -> None:
+        import onnx
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        quantize_dynamic(
+            str(fp32),
+            str(target),
+            per_channel=True,
+            weight_type=QuantType.QInt8,
+            op_types_to_quantize=["MatMul"],
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
+
+    return export
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--chunks", type=int, default=200)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--int8", action="store_true")
+    parser.add_argument("--pipeline-docs", type=int, default=20, help="0 skips the whole-path comparison")
+    args = parser.parse_args()
+    shared = shared_cache_dir()
+    with tempfile.TemporaryDirectory() as tmp:
+        caches = [Path(tmp) / "data"] + ([shared] if shared else [])
+        torch_e: Embedder = SentenceTransformerEmbedder()
+        onnx_e = OnnxEmbedder(caches=caches)
+        started = time.perf_counter()
+        onnx_e.embed_query("warm up")
+        print(f"ONNX model ready in {time.perf_counter() - started:.1f} s (export, or found in a cache)")
+        backends: dict[str, Embedder] = {"torch fp32": torch_e, "onnx fp32": onnx_e}
+        if args.int8:
+            fp32 = next(p for c in caches for p in (c / "models").glob("*/model.onnx"))
+            int8 = OnnxEmbedder(caches=[Path(tmp) / "int8"], exporter=int8_exporter(fp32))
+            int8.embed_query("warm up")
+            backends["onnx int8"] = int8
+        texts, docs, questions = corpus(onnx_e, args.chunks)
+        tokens = sum(len(onnx_e.tokenizer.token_spans(t)) for t in texts) / len(texts)
+        print(
+            f"{len(texts)} chunks (mean {tokens:.0f} tokens), {len(questions)} questions with their pages in, "
+            f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
+        )
+        for embedder in backends.values():
+            embedder.embed_documents(texts[:16])
+        rates: dict[str, list[float]] = {name: [] for name in backends}
+        vectors: dict[str, np.ndarray] = {}
+        for _ in range(args.repeat):
+            for name, embedder in backends.items():
+                speed, vectors[name] = rate(embedder, texts)
+                rates[name].append(speed)
+        base = max(rates["torch fp32"])
+        print("\n| backend | chunks/s (best) | × torch | cosine to torch mean / min | hit@5 |")
+        print("| --- | --- | --- | --- | --- |")
+        for name, embedder in backends.items():
+            cosines = (vectors[name] * vectors["torch fp32"]).sum(axis=1)
+            print(
+                f"| {name} | {max(rates[name]):.1f} | {max(rates[name]) / base:.2f} | "
+                f"{cosines.mean():.4f} / {cosines.min():.4f} | "
+                f"{hit_at_5(embedder, vectors[name], docs, questions):.3f} |"
+            )
+        short = [q.question for q in questions] or ["How many vacation days do I get?"]
+        asked = [short[i % len(short)] for i in range(args.queries)]
+        print(f"\nquestion embedding, {len(asked)} questions: p50 / p99 ms")
+        p50s = {name: latency(embedder, asked) for name, embedder in backends.items()}
+        for name, (p50, p99) in p50s.items():
+            print(f"  {name:11} {p50:6.2f} / {p99:6.2f}   × torch p50 {p50s['torch fp32'][0] / p50:.2f}")
+        if args.pipeline_docs:
+            from indexing import make_corpus
+
+            folder = Path(tmp) / "corpus"
+            folder.mkdir()
+            make_corpus(folder, args.pipeline_docs)
+            whole = {
+                name: pipeline_rate(backends[name], folder, Path(tmp) / f"p-{i}")
+                for i, name in enumerate(("torch fp32", "onnx fp32"))
+            }
+            print(
+                f"\nwhole indexing path ({args.pipeline_docs} generated documents): torch "
+                f"{whole['torch fp32']:.1f} chunks/s, onnx {whole['onnx fp32']:.1f} chunks/s, "
+                f"× {whole['onnx fp32'] / whole['torch fp32']:.2f}"
+            )
+        print("\ncold process to its first vector (interpreter start included; in-process part; torch imported?)")
+        for backend in ("torch", "onnx"):
+            total, inside, loaded = cold(backend, Path(tmp) / f"cold-{backend}")
+            print(f"  {backend:5} {total:5.2f} s ({inside:.2f} s in-process), torch imported: {loaded}")
+
+
+if __name__ == "__main__":
+    main()

@@ -22,6 +22,7 @@ import numpy.typing as npt
 from acl.errors import IndexUnavailable, InvalidArgument
 from acl.model import Acl
 from indexer.index.attributes import from_millis, frozen_metadata, metadata_pairs, to_millis
+from indexer.index.embedded import changes
 from indexer.index.embedded.fulltext import ensure_fulltext, ranked
 from indexer.index.embedded.rows import RowAttributes
 from indexer.index.port import ChunkRecord
@@ -47,6 +48,7 @@ _SCHEMA = (
         vector BLOB
     )""",
     "CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks (document_id)",
+    changes.DDL,
 )
 
 #: Columns added after version 1, each added to an older database when it is opened (no version bump:
@@ -149,6 +151,8 @@ class ChunkTable:
         self.persistent = persistent
         self._known_version = self._data_version()
         self._foreign_write_seen = False
+        self._known_change = changes.newest(conn)
+        self._changed: set[str] = set()  # documents the open write transaction touches
 
     @classmethod
     def create(cls, path: Path | None, dimension: int) -> ChunkTable:
@@ -171,6 +175,9 @@ class ChunkTable:
                     (str(dimension),),
                 )
                 ensure_fulltext(conn)
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('store_uuid', lower(hex(randomblob(16))))"
+                )
             existing = _read_dimension(conn)
             if existing != dimension:
                 raise InvalidArgument(
@@ -204,6 +211,10 @@ class ChunkTable:
                 if _missing_columns(conn):
                     _add_columns(conn)
                 ensure_fulltext(conn)  # a file made before full-text search existed
+                conn.execute(changes.DDL)  # a file made before the change log
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('store_uuid', lower(hex(randomblob(16))))"
+                )
         except sqlite3.Error as exc:
             conn.close()
             raise IndexUnavailable(f"cannot upgrade the embedded index at {path}: {exc}") from exc
@@ -226,6 +237,29 @@ class ChunkTable:
         """Every chunk's filter fields and vector, and mark this state as current."""
         self._known_version = self._data_version()  # before the snapshot: errs towards reloading
         self._foreign_write_seen = False
+        with _transaction(self._conn, "BEGIN"):
+            self._known_change = changes.newest(self._conn)
+            return self._read_rows("", ())
+
+    def catch_up(self) -> tuple[list[str], StoredRows] | None:
+        """(documents changed since the last ``load`` or ``catch_up``, their rows now), marking this
+        state as current; None when the change log cannot say and only a full ``load`` is safe."""
+        version = self._data_version()
+        with _transaction(self._conn, "BEGIN"):
+            changed = changes.changed_since(self._conn, self._known_change)
+            if changed is None:
+                return None
+            last, documents = changed
+            rows = self._read_rows("WHERE document_id IN (SELECT value FROM json_each(?))", (json.dumps(documents),))
+        self._known_version, self._known_change, self._foreign_write_seen = version, last, False
+        return documents, rows
+
+    def store_uuid(self) -> str:
+        """A random id given to the file when it was made (a graph file names the store it indexes)."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'store_uuid'").fetchone()
+        return "" if row is None else str(row[0])
+
+    def _read_rows(self, where: str, params: Sequence[object]) -> StoredRows:
         seqs: list[int] = []
         chunk_ids: list[str] = []
         document_ids: list[str] = []
@@ -234,22 +268,22 @@ class ChunkTable:
         blobs: list[bytes] = []
         attributes: list[RowAttributes] = []
         shared: dict[tuple[object, ...], RowAttributes] = {}  # one object per document, not per row
-        with _transaction(self._conn, "BEGIN"):
-            cursor = self._conn.execute(
-                "SELECT seq, chunk_id, document_id, acl_allow, acl_deny, vector,"
-                " title, content_type, modified, indexed_at, metadata FROM chunks ORDER BY seq"
-            )
-            for seq, chunk_id, document_id, allow, deny, vector, *attribute in cursor:
-                seqs.append(seq)
-                chunk_ids.append(chunk_id)
-                document_ids.append(document_id)
-                allows.append(allow.split())
-                denies.append(deny.split())
-                blobs.append(vector)
-                key = tuple(attribute)
-                if key not in shared:
-                    shared[key] = _row_attributes(*attribute)
-                attributes.append(shared[key])
+        cursor = self._conn.execute(
+            "SELECT seq, chunk_id, document_id, acl_allow, acl_deny, vector,"
+            f" title, content_type, modified, indexed_at, metadata FROM chunks {where} ORDER BY seq",
+            params,
+        )
+        for seq, chunk_id, document_id, allow, deny, vector, *attribute in cursor:
+            seqs.append(seq)
+            chunk_ids.append(chunk_id)
+            document_ids.append(document_id)
+            allows.append(allow.split())
+            denies.append(deny.split())
+            blobs.append(vector)
+            key = tuple(attribute)
+            if key not in shared:
+                shared[key] = _row_attributes(*attribute)
+            attributes.append(shared[key])
         matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(-1, self.dimension)
         return StoredRows(seqs, chunk_ids, document_ids, allows, denies, matrix, attributes)
 
@@ -260,8 +294,9 @@ class ChunkTable:
         removed first. Returns the new rows' ``seq`` values in input order.
         """
         document_ids = sorted({c.document_id for c in chunks})
-        with self._write():
+        with self._write(document_ids):
             base = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM chunks").fetchone()[0]
+            self._changed.update(self._documents_holding([c.chunk_id for c in chunks]))
             self._conn.executemany("DELETE FROM chunks WHERE document_id = ?", [(d,) for d in document_ids])
             self._conn.executemany("DELETE FROM chunks WHERE chunk_id = ?", [(c.chunk_id,) for c in chunks])
             self._conn.executemany(
@@ -277,12 +312,12 @@ class ChunkTable:
 
     def delete_document(self, document_id: str) -> None:
         """Remove the document's rows in one transaction."""
-        with self._write():
+        with self._write([document_id]):
             self._conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
 
     def set_acl(self, document_id: str, acl: Acl) -> None:
         """Replace the ACL of the document's rows in one transaction."""
-        with self._write():
+        with self._write([document_id]):
             self._conn.execute(
                 "UPDATE chunks SET acl_allow = ?, acl_deny = ? WHERE document_id = ?",
                 (_principals(acl.allow), _principals(acl.deny), document_id),
@@ -305,12 +340,21 @@ class ChunkTable:
         these seqs if given (``fulltext.ranked``)."""
         return ranked(self._conn, match, limit, among)
 
+    def _documents_holding(self, chunk_ids: Sequence[str]) -> set[str]:
+        query = "SELECT DISTINCT document_id FROM chunks WHERE chunk_id IN (SELECT value FROM json_each(?))"
+        return {str(row[0]) for row in self._conn.execute(query, (json.dumps(list(chunk_ids)),))}
+
     @contextmanager
-    def _write(self) -> Iterator[None]:
+    def _write(self, document_ids: Sequence[str]) -> Iterator[None]:
+        """A write transaction that logs the documents it touches (``document_ids`` and ``_changed``)."""
+        self._changed = set(document_ids)
         with _transaction(self._conn):
-            if self._data_version() != self._known_version:
+            if self._data_version() != self._known_version or changes.newest(self._conn) != self._known_change:
                 self._foreign_write_seen = True
             yield
+            last = changes.log(self._conn, self._changed)
+            if not self._foreign_write_seen:
+                self._known_change = last  # else ``catch_up`` replays this write with the others'
 
 
 def row_attributes(chunk: ChunkRecord) -> RowAttributes:

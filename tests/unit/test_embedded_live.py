@@ -229,3 +229,22 @@ def test_a_subprocess_writers_changes_are_applied_incrementally(
     assert ids(index.knn(STORE, chunks[10].vector, 1, acl_filter(["user:only"]))) == [chunks[10].chunk_id]  # type: ignore[arg-type]
     stats = index.stats(STORE)
     assert stats.reloads == 0 and stats.catch_ups >= 1
+
+
+def test_rows_another_process_adds_join_the_adopted_graph(
+    served: tuple[EmbeddedIndex, list[ChunkRecord]], data_dir: Path
+) -> None:
+    fresh = EmbeddedIndex(data_dir, background=False)
+    writer = EmbeddedIndex(data_dir, background=False)
+    try:
+        fresh.knn(STORE, random_vectors(1, seed=3)[0], 10, EVERYONE)
+        writer.upsert(STORE, corpus(4200, seed=4, prefix="late"))
+        query = random_vectors(1, seed=6)[0]
+        assert ids(fresh.knn(STORE, query, 10, EVERYONE)) == ids(fresh.exact(STORE, query, 10, EVERYONE))
+        stats = fresh.stats(STORE)
+        assert stats.graph_loaded and stats.graph_builds == 0 and stats.reloads == 0
+        assert stats.graph_rows == ROWS + 4200  # extended, not rebuilt
+    finally:
+        writer.close()
+        fresh.close()
+    assert EmbeddedIndex(data_dir).stats(STORE).graph_rows == ROWS + 4200  # and saved again

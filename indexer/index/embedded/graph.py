@@ -80,6 +80,7 @@ class GraphKeeper:
     def adopt(self, graph: HnswGraph, generation: int) -> None:
         """Serve ``graph`` (read from the graph file) for ``generation``. Call before any query."""
         self._graph, self._generation, self.loaded = graph, generation, True
+        self._wanted = True  # rows added from now on join it as they would have in its builder
         self._saved = (graph, graph.ntotal)
         if graph.policy is not None:
             self.policy = graph.policy

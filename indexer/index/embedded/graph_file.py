@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import struct
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ import numpy.typing as npt
 from indexer.index.embedded.ef_policy import EfPolicy
 from indexer.index.embedded.hnsw import HnswGraph
 from indexer.index.embedded.rows import Rows
-from indexer.private_files import private_file
+from indexer.private_files import private_dir
 
 MAGIC = b"DOCQA-HNSW 1\n"
 SUFFIX = ".hnsw"
@@ -69,10 +70,11 @@ def save(path: Path, store_uuid: str, graph: HnswGraph, data: npt.NDArray[np.uin
             "sha256": digest.hexdigest(),
         }
     ).encode()
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    private_dir(path.parent)
+    fd, name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)  # 0600
+    temporary = Path(name)
     try:
-        private_file(temporary)
-        with open(temporary, "wb") as out:
+        with os.fdopen(fd, "wb") as out:
             out.write(MAGIC + struct.pack("<Q", len(header)) + header)
             out.write(seqs)
             out.write(data.data)

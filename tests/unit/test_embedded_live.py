@@ -13,7 +13,7 @@ import pytest
 
 from acl.model import Acl
 from indexer.index.embedded import changes
-from indexer.index.embedded.index import EmbeddedIndex
+from indexer.index.embedded.index import EmbeddedIndex, EmbeddedStats
 from indexer.index.filters import acl_filter, documents_filter
 from indexer.index.port import ChunkRecord, StoreSpec
 from tests.contract.index_contract import DIM, STORE, chunk, random_vectors
@@ -53,6 +53,15 @@ def served(data_dir: Path) -> Iterator[tuple[EmbeddedIndex, list[ChunkRecord]]]:
 
 def graph_file(data_dir: Path, store: str = STORE) -> Path:
     return data_dir / f"{store}.sqlite.hnsw"
+
+
+def reopened(data_dir: Path) -> EmbeddedStats:
+    """The stats of the store as a fresh process opens it."""
+    index = EmbeddedIndex(data_dir, background=False)
+    try:
+        return index.stats(STORE)
+    finally:
+        index.close()
 
 
 # -- the saved graph ----------------------------------------------------------
@@ -117,7 +126,7 @@ def test_a_damaged_graph_file_is_rebuilt_never_served(
         assert ids(fresh.knn(STORE, query, 10, EVERYONE)) == ids(fresh.exact(STORE, query, 10, EVERYONE))
         stats = fresh.stats(STORE)
         assert not stats.graph_loaded and stats.graph_builds == 1  # rebuilt at the first query
-        assert path.exists() and EmbeddedIndex(data_dir).stats(STORE).graph_loaded  # and saved again
+        assert path.exists() and reopened(data_dir).graph_loaded  # and saved again
     finally:
         fresh.close()
 
@@ -238,13 +247,13 @@ def test_rows_another_process_adds_join_the_adopted_graph(
     writer = EmbeddedIndex(data_dir, background=False)
     try:
         fresh.knn(STORE, random_vectors(1, seed=3)[0], 10, EVERYONE)
-        writer.upsert(STORE, corpus(4200, seed=4, prefix="late"))
-        query = random_vectors(1, seed=6)[0]
-        assert ids(fresh.knn(STORE, query, 10, EVERYONE)) == ids(fresh.exact(STORE, query, 10, EVERYONE))
+        late = corpus(4200, seed=4, prefix="late")
+        writer.upsert(STORE, late)
+        assert ids(fresh.knn(STORE, late[-1].vector, 1, EVERYONE)) == [late[-1].chunk_id]  # type: ignore[arg-type]
         stats = fresh.stats(STORE)
         assert stats.graph_loaded and stats.graph_builds == 0 and stats.reloads == 0
         assert stats.graph_rows == ROWS + 4200  # extended, not rebuilt
     finally:
         writer.close()
         fresh.close()
-    assert EmbeddedIndex(data_dir).stats(STORE).graph_rows == ROWS + 4200  # and saved again
+    assert reopened(data_dir).graph_rows == ROWS + 4200  # and saved again

@@ -91,6 +91,8 @@ def load(path: Path, store_uuid: str, dimension: int) -> StoredGraph | None:
         raw = path.read_bytes()
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise GraphFileError(f"unreadable: {exc}") from exc
     try:
         header, payload = _split(raw)
         nodes = int(header["nodes"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -140,7 +141,8 @@ class OpenStore:
             rows = None if saved is None else rows_along(stored, self.dimension, saved, self._planner.tombstone_ratio)
         except graph_file.GraphFileError as exc:
             log.warning("ignoring the HNSW graph file %s (%s); it will be rebuilt", path, exc)
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
             self.keeper.want()
             return rows_from(stored, self.dimension)
         if saved is None or rows is None:

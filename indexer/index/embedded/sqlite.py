@@ -235,18 +235,19 @@ class ChunkTable:
 
     def load(self) -> StoredRows:
         """Every chunk's filter fields and vector, and mark this state as current."""
-        self._known_version = self._data_version()  # before the snapshot: errs towards reloading
         self._foreign_write_seen = False
         with _transaction(self._conn, "BEGIN"):
             self._known_change = changes.newest(self._conn)
+            # Inside a read transaction data_version is the snapshot's: a commit after it shows.
+            self._known_version = self._data_version()
             return self._read_rows("", ())
 
     def catch_up(self) -> tuple[list[str], StoredRows] | None:
         """(documents changed since the last ``load`` or ``catch_up``, their rows now), marking this
         state as current; None when the change log cannot say and only a full ``load`` is safe."""
-        version = self._data_version()
         with _transaction(self._conn, "BEGIN"):
             changed = changes.changed_since(self._conn, self._known_change)
+            version = self._data_version()  # the snapshot's (see ``load``)
             if changed is None:
                 return None
             last, documents = changed

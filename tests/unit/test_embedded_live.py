@@ -71,7 +71,7 @@ def test_a_fresh_process_adopts_the_saved_graph(
     served: tuple[EmbeddedIndex, list[ChunkRecord]], data_dir: Path
 ) -> None:
     index, _ = served
-    assert graph_file(data_dir).exists()
+    assert graph_file(data_dir).stat().st_mode & 0o077 == 0  # private, as the SQLite file is
     queries = random_vectors(10, seed=31)
     before = [ids(index.knn(STORE, q, 10, EVERYONE)) for q in queries]
     fresh = EmbeddedIndex(data_dir, background=False)

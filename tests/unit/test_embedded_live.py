@@ -14,6 +14,7 @@ import pytest
 from acl.model import Acl
 from indexer.index.embedded import changes
 from indexer.index.embedded.index import EmbeddedIndex, EmbeddedStats
+from indexer.index.embedded.sqlite import ChunkTable
 from indexer.index.filters import acl_filter, documents_filter
 from indexer.index.port import ChunkRecord, StoreSpec
 from tests.contract.index_contract import DIM, STORE, chunk, random_vectors
@@ -257,3 +258,33 @@ def test_rows_another_process_adds_join_the_adopted_graph(
         writer.close()
         fresh.close()
     assert reopened(data_dir).graph_rows == ROWS + 4200  # and saved again
+
+
+def test_a_commit_racing_a_catch_up_is_caught_up_next_not_reloaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader = ChunkTable.create(tmp_path / "race.sqlite", DIM)
+    writer = ChunkTable.open(tmp_path / "race.sqlite")
+    assert writer is not None
+    try:
+        reader.load()
+        writer.delete_document("x")
+        real = reader._data_version
+        raced: list[bool] = []
+
+        def racing() -> int:
+            if not raced:  # another process commits while the reader catches up
+                raced.append(True)
+                writer.delete_document("y")
+            return real()
+
+        monkeypatch.setattr(reader, "_data_version", racing)
+        first = reader.catch_up()
+        assert first is not None and first[0] == ["x"]
+        assert not reader.is_current()
+        second = reader.catch_up()
+        assert second is not None and second[0] == ["y"]  # not None: that would reload every row
+        assert reader.is_current()
+    finally:
+        writer.close()
+        reader.close()

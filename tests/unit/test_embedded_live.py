@@ -187,14 +187,17 @@ def test_another_writers_adds_removes_and_acl_changes_are_applied_incrementally(
         writer.close()
 
 
-def test_a_write_the_change_log_does_not_hold_reloads_everything(
+def test_a_write_by_another_program_is_logged_too(
     served: tuple[EmbeddedIndex, list[ChunkRecord]], data_dir: Path
 ) -> None:
     index, chunks = served
     with sqlite3.connect(data_dir / f"{STORE}.sqlite") as conn:  # like a DocQA from before the log
         conn.execute("UPDATE chunks SET acl_allow = 'user:only' WHERE document_id = ?", (chunks[0].document_id,))
+        conn.execute("DELETE FROM chunks WHERE document_id = ?", (chunks[5].document_id,))
     assert index.count(STORE, acl_filter(["user:only"])) == 5
-    assert index.stats(STORE).reloads == 1
+    assert index.count(STORE) == ROWS - 5
+    stats = index.stats(STORE)
+    assert stats.reloads == 0 and stats.catch_ups == 1
 
 
 def test_a_reader_behind_the_pruned_log_reloads_everything(
@@ -267,6 +270,8 @@ def test_a_commit_racing_a_catch_up_is_caught_up_next_not_reloaded(
     writer = ChunkTable.open(tmp_path / "race.sqlite")
     assert writer is not None
     try:
+        two = [chunk("x", 0, random_vectors(1, 1)[0]), chunk("y", 0, random_vectors(1, 2)[0])]
+        writer.replace_documents(two, random_vectors(2, 3))
         reader.load()
         writer.delete_document("x")
         real = reader._data_version

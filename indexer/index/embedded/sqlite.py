@@ -48,7 +48,7 @@ _SCHEMA = (
         vector BLOB
     )""",
     "CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks (document_id)",
-    changes.DDL,
+    *changes.DDL,
 )
 
 #: Columns added after version 1, each added to an older database when it is opened (no version bump:
@@ -152,7 +152,6 @@ class ChunkTable:
         self._known_version = self._data_version()
         self._foreign_write_seen = False
         self._known_change = changes.newest(conn)
-        self._changed: set[str] = set()  # documents the open write transaction touches
 
     @classmethod
     def create(cls, path: Path | None, dimension: int) -> ChunkTable:
@@ -211,7 +210,7 @@ class ChunkTable:
                 if _missing_columns(conn):
                     _add_columns(conn)
                 ensure_fulltext(conn)  # a file made before full-text search existed
-                conn.execute(changes.DDL)  # a file made before the change log
+                changes.ensure(conn)  # a file made before the change log
                 conn.execute(
                     "INSERT OR IGNORE INTO meta (key, value) VALUES ('store_uuid', lower(hex(randomblob(16))))"
                 )
@@ -295,9 +294,8 @@ class ChunkTable:
         removed first. Returns the new rows' ``seq`` values in input order.
         """
         document_ids = sorted({c.document_id for c in chunks})
-        with self._write(document_ids):
+        with self._write():
             base = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM chunks").fetchone()[0]
-            self._changed.update(self._documents_holding([c.chunk_id for c in chunks]))
             self._conn.executemany("DELETE FROM chunks WHERE document_id = ?", [(d,) for d in document_ids])
             self._conn.executemany("DELETE FROM chunks WHERE chunk_id = ?", [(c.chunk_id,) for c in chunks])
             self._conn.executemany(
@@ -313,12 +311,12 @@ class ChunkTable:
 
     def delete_document(self, document_id: str) -> None:
         """Remove the document's rows in one transaction."""
-        with self._write([document_id]):
+        with self._write():
             self._conn.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
 
     def set_acl(self, document_id: str, acl: Acl) -> None:
         """Replace the ACL of the document's rows in one transaction."""
-        with self._write([document_id]):
+        with self._write():
             self._conn.execute(
                 "UPDATE chunks SET acl_allow = ?, acl_deny = ? WHERE document_id = ?",
                 (_principals(acl.allow), _principals(acl.deny), document_id),
@@ -341,19 +339,14 @@ class ChunkTable:
         these seqs if given (``fulltext.ranked``)."""
         return ranked(self._conn, match, limit, among)
 
-    def _documents_holding(self, chunk_ids: Sequence[str]) -> set[str]:
-        query = "SELECT DISTINCT document_id FROM chunks WHERE chunk_id IN (SELECT value FROM json_each(?))"
-        return {str(row[0]) for row in self._conn.execute(query, (json.dumps(list(chunk_ids)),))}
-
     @contextmanager
-    def _write(self, document_ids: Sequence[str]) -> Iterator[None]:
-        """A write transaction that logs the documents it touches (``document_ids`` and ``_changed``)."""
-        self._changed = set(document_ids)
+    def _write(self) -> Iterator[None]:
+        """A write transaction (the triggers of ``changes`` log the documents it touches)."""
         with _transaction(self._conn):
             if self._data_version() != self._known_version or changes.newest(self._conn) != self._known_change:
                 self._foreign_write_seen = True
             yield
-            last = changes.log(self._conn, self._changed)
+            last = changes.prune(self._conn)
             if not self._foreign_write_seen:
                 self._known_change = last  # else ``catch_up`` replays this write with the others'
 

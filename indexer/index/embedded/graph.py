@@ -9,6 +9,9 @@ then the graph is calibrated (``hnsw_policy``) before it serves a query; a
 graph that cannot reach the recall target is dropped and not bought again.
 Rows appended later are added in small slices under the store's write lock.
 Rows not yet in the graph are searched exactly, so answers never wait for it.
+A graph that is current is saved with the store (``graph_file``) after its
+build and whenever it has grown by a tenth since, and adopted by the next
+process that opens the store.
 """
 
 from __future__ import annotations
@@ -34,15 +37,19 @@ log = logging.getLogger(__name__)
 _BUILD_SLICE = 8192  # rows per add() while building off the lock (stop checks between)
 _EXTEND_SLICE = 256  # rows per add() under the write lock (bounds a query's wait)
 _REBUILD_GROWTH = 2.0  # rebuild (and so recalibrate) once the graph doubled since its build
+_SAVE_GROWTH = 1.1  # save a grown graph again once it has a tenth more rows than the saved one
 
 _keepers: weakref.WeakSet[GraphKeeper] = weakref.WeakSet()
 
 
 class GraphHost(Protocol):
-    """What the keeper needs from a store: its lock and its current rows."""
+    """What the keeper needs from a store: its lock, its current rows, and where graphs are saved."""
 
     lock: RWLock
     rows: RowTable
+
+    def save_graph(self, graph: HnswGraph) -> None:
+        """Persist ``graph`` if it still serves the store's rows (call without the lock)."""
 
 
 class GraphKeeper:
@@ -57,6 +64,8 @@ class GraphKeeper:
         self._wanted = False
         self.builds = 0
         self.policy = planner.default_policy()  # the last graph's (assumed before any)
+        self.loaded = False  # the graph came from the store's graph file
+        self._saved: tuple[HnswGraph, int] | None = None  # (graph, its size) last saved or loaded
         self._work_lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self._stop = threading.Event()
@@ -67,6 +76,18 @@ class GraphKeeper:
         if self._graph is not None and self._generation == rows.generation:
             return self._graph
         return None
+
+    def adopt(self, graph: HnswGraph, generation: int) -> None:
+        """Serve ``graph`` (read from the graph file) for ``generation``. Call before any query."""
+        self._graph, self._generation, self.loaded = graph, generation, True
+        self._wanted = True  # rows added from now on join it as they would have in its builder
+        self._saved = (graph, graph.ntotal)
+        if graph.policy is not None:
+            self.policy = graph.policy
+
+    def want(self) -> None:
+        """Build at the next query that may use a graph (a saved one was rejected)."""
+        self._wanted = True
 
     def invalidate(self) -> None:
         """Forget the graph (rows were compacted or reloaded). Call under the write lock."""
@@ -129,13 +150,21 @@ class GraphKeeper:
                     graph = self.graph_for(rows)
                     generation, count, vectors = rows.generation, rows.n, rows.vectors
                     if graph is not None and graph.ntotal >= count and not self._outgrown(graph):
-                        return
+                        break
                 if graph is None or self._outgrown(graph):
                     if count < self._planner.min_graph_rows or not self.policy.usable:
                         return
                     self._build(host, generation, count, vectors)
                 else:
                     self._extend(host, graph)
+            else:
+                return
+            if self._saved is None or self._saved[0] is not graph or graph.ntotal >= _SAVE_GROWTH * self._saved[1]:
+                try:
+                    host.save_graph(graph)
+                except OSError:  # a graph that is not saved only costs the next process a rebuild
+                    log.exception("saving the embedded index's HNSW graph failed")
+                self._saved = (graph, graph.ntotal)
 
     def _build(self, host: GraphHost, generation: int, count: int, vectors: npt.NDArray[np.float32]) -> None:
         # Rows 0..count-1 of this generation never change, so the snapshot can

@@ -26,6 +26,36 @@ class HnswGraph:
         self.policy: EfPolicy | None = None  # set by calibration, before the graph is used
         self.calibrated_rows = 0
 
+    @classmethod
+    def deserialize(cls, data: npt.NDArray[np.uint8], dimension: int) -> HnswGraph:
+        """The graph ``serialize`` wrote. Raises ValueError if ``data`` holds no such graph."""
+        try:
+            index = faiss.deserialize_index(data)
+        except RuntimeError as exc:
+            raise ValueError(f"not a faiss index: {exc}") from exc
+        if not isinstance(index, faiss.IndexHNSWFlat) or index.metric_type != faiss.METRIC_INNER_PRODUCT:
+            raise ValueError(f"not an inner-product HNSW graph but {type(index).__name__}")
+        if index.d != dimension:
+            raise ValueError(f"graph of dimension {index.d}, not {dimension}")
+        graph = cls.__new__(cls)
+        graph._index, graph.policy, graph.calibrated_rows = index, None, 0
+        return graph
+
+    def serialize(self) -> npt.NDArray[np.uint8]:
+        """The graph as bytes (don't overlap ``add``)."""
+        data: npt.NDArray[np.uint8] = faiss.serialize_index(self._index)
+        return data
+
+    def vectors(self, nodes: Rows) -> npt.NDArray[np.float32]:
+        """The vectors the graph holds for these nodes."""
+        found: npt.NDArray[np.float32] = self._index.reconstruct_batch(np.ascontiguousarray(nodes, np.int64))
+        return found
+
+    @property
+    def dimension(self) -> int:
+        """Length of the vectors."""
+        return int(self._index.d)
+
     @property
     def ntotal(self) -> int:
         """Number of rows in the graph (rows ``0 .. ntotal-1``)."""

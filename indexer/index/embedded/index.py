@@ -53,6 +53,9 @@ class EmbeddedStats:
     ef_policy: EfPolicy
     last_plan: str | None
     plans: dict[str, int]
+    graph_loaded: bool = False  # the graph was read from the store's graph file, not built
+    reloads: int = 0  # full reloads of the rows since the store was opened
+    catch_ups: int = 0  # incremental applications of other processes' writes
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +113,7 @@ class EmbeddedIndex(Index):
                 del self._stores[store_id]
         store.close()
         if store.path is not None:
-            for suffix in ("", "-wal", "-shm"):
+            for suffix in ("", "-wal", "-shm", ".hnsw"):
                 Path(f"{store.path}{suffix}").unlink(missing_ok=True)
 
     def close(self) -> None:
@@ -143,6 +146,9 @@ class EmbeddedIndex(Index):
                 ef_policy=store.keeper.policy,
                 last_plan=store.last_plan,
                 plans=dict(store.plans),
+                graph_loaded=store.keeper.loaded,
+                reloads=store.reloads,
+                catch_ups=store.catch_ups,
             )
 
     # -- writes ---------------------------------------------------------------
@@ -212,9 +218,7 @@ class EmbeddedIndex(Index):
             with store.db_lock:
                 result = durable(store.table)
                 current = store.table.is_current()
-            if not current:
-                store.stale = True  # another process wrote too: reload everything
-            else:
+            if current:  # else another process wrote too: ``refresh`` applies both writes
                 try:
                     apply(store.rows, result)
                 except BaseException:
@@ -252,7 +256,7 @@ class EmbeddedIndex(Index):
             validate(filter_)
         store = self._open(store_id)
         query = query_vector(vector, store.dimension)
-        for _ in range(_RETRIES):
+        for _ in range(_RETRIES):  # rows that vanish under a search: ``refresh`` applies the write
             store.refresh()
             with store.lock.read():
                 if store.closed:
@@ -267,7 +271,6 @@ class EmbeddedIndex(Index):
                 store.plans[outcome.plan] += 1
                 store.keeper.note_query(store, outcome.saving_us, outcome.plan != "exact")
                 return [SearchHit(records[seq], score) for seq, (_, score) in zip(seqs, outcome.ranked, strict=True)]
-            store.stale = True  # rows vanished under us: another process wrote
         raise IndexUnavailable("the embedded index kept changing during the search; retry")
 
     def _plan(

@@ -22,6 +22,7 @@ import numpy.typing as npt
 from acl.errors import IndexUnavailable, InvalidArgument
 from acl.model import Acl
 from indexer.index.attributes import from_millis, frozen_metadata, metadata_pairs, to_millis
+from indexer.index.embedded import changes
 from indexer.index.embedded.fulltext import ensure_fulltext, ranked
 from indexer.index.embedded.rows import RowAttributes
 from indexer.index.port import ChunkRecord
@@ -47,6 +48,7 @@ _SCHEMA = (
         vector BLOB
     )""",
     "CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks (document_id)",
+    *changes.DDL,
 )
 
 #: Columns added after version 1, each added to an older database when it is opened (no version bump:
@@ -149,6 +151,7 @@ class ChunkTable:
         self.persistent = persistent
         self._known_version = self._data_version()
         self._foreign_write_seen = False
+        self._known_change = changes.newest(conn)
 
     @classmethod
     def create(cls, path: Path | None, dimension: int) -> ChunkTable:
@@ -171,6 +174,9 @@ class ChunkTable:
                     (str(dimension),),
                 )
                 ensure_fulltext(conn)
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('store_uuid', lower(hex(randomblob(16))))"
+                )
             existing = _read_dimension(conn)
             if existing != dimension:
                 raise InvalidArgument(
@@ -204,6 +210,10 @@ class ChunkTable:
                 if _missing_columns(conn):
                     _add_columns(conn)
                 ensure_fulltext(conn)  # a file made before full-text search existed
+                changes.ensure(conn)  # a file made before the change log
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('store_uuid', lower(hex(randomblob(16))))"
+                )
         except sqlite3.Error as exc:
             conn.close()
             raise IndexUnavailable(f"cannot upgrade the embedded index at {path}: {exc}") from exc
@@ -224,8 +234,32 @@ class ChunkTable:
 
     def load(self) -> StoredRows:
         """Every chunk's filter fields and vector, and mark this state as current."""
-        self._known_version = self._data_version()  # before the snapshot: errs towards reloading
         self._foreign_write_seen = False
+        with _transaction(self._conn, "BEGIN"):
+            self._known_change = changes.newest(self._conn)
+            # Inside a read transaction data_version is the snapshot's: a commit after it shows.
+            self._known_version = self._data_version()
+            return self._read_rows("", ())
+
+    def catch_up(self) -> tuple[list[str], StoredRows] | None:
+        """(documents changed since the last ``load`` or ``catch_up``, their rows now), marking this
+        state as current; None when the change log cannot say and only a full ``load`` is safe."""
+        with _transaction(self._conn, "BEGIN"):
+            changed = changes.changed_since(self._conn, self._known_change)
+            version = self._data_version()  # the snapshot's (see ``load``)
+            if changed is None:
+                return None
+            last, documents = changed
+            rows = self._read_rows("WHERE document_id IN (SELECT value FROM json_each(?))", (json.dumps(documents),))
+        self._known_version, self._known_change, self._foreign_write_seen = version, last, False
+        return documents, rows
+
+    def store_uuid(self) -> str:
+        """A random id given to the file when it was made (a graph file names the store it indexes)."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'store_uuid'").fetchone()
+        return "" if row is None else str(row[0])
+
+    def _read_rows(self, where: str, params: Sequence[object]) -> StoredRows:
         seqs: list[int] = []
         chunk_ids: list[str] = []
         document_ids: list[str] = []
@@ -234,22 +268,22 @@ class ChunkTable:
         blobs: list[bytes] = []
         attributes: list[RowAttributes] = []
         shared: dict[tuple[object, ...], RowAttributes] = {}  # one object per document, not per row
-        with _transaction(self._conn, "BEGIN"):
-            cursor = self._conn.execute(
-                "SELECT seq, chunk_id, document_id, acl_allow, acl_deny, vector,"
-                " title, content_type, modified, indexed_at, metadata FROM chunks ORDER BY seq"
-            )
-            for seq, chunk_id, document_id, allow, deny, vector, *attribute in cursor:
-                seqs.append(seq)
-                chunk_ids.append(chunk_id)
-                document_ids.append(document_id)
-                allows.append(allow.split())
-                denies.append(deny.split())
-                blobs.append(vector)
-                key = tuple(attribute)
-                if key not in shared:
-                    shared[key] = _row_attributes(*attribute)
-                attributes.append(shared[key])
+        cursor = self._conn.execute(
+            "SELECT seq, chunk_id, document_id, acl_allow, acl_deny, vector,"
+            f" title, content_type, modified, indexed_at, metadata FROM chunks {where} ORDER BY seq",
+            params,
+        )
+        for seq, chunk_id, document_id, allow, deny, vector, *attribute in cursor:
+            seqs.append(seq)
+            chunk_ids.append(chunk_id)
+            document_ids.append(document_id)
+            allows.append(allow.split())
+            denies.append(deny.split())
+            blobs.append(vector)
+            key = tuple(attribute)
+            if key not in shared:
+                shared[key] = _row_attributes(*attribute)
+            attributes.append(shared[key])
         matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(-1, self.dimension)
         return StoredRows(seqs, chunk_ids, document_ids, allows, denies, matrix, attributes)
 
@@ -307,10 +341,14 @@ class ChunkTable:
 
     @contextmanager
     def _write(self) -> Iterator[None]:
+        """A write transaction (the triggers of ``changes`` log the documents it touches)."""
         with _transaction(self._conn):
-            if self._data_version() != self._known_version:
+            if self._data_version() != self._known_version or changes.newest(self._conn) != self._known_change:
                 self._foreign_write_seen = True
             yield
+            last = changes.prune(self._conn)
+            if not self._foreign_write_seen:
+                self._known_change = last  # else ``catch_up`` replays this write with the others'
 
 
 def row_attributes(chunk: ChunkRecord) -> RowAttributes:

@@ -2,31 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import threading
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
+from indexer.index.embedded import graph_file
 from indexer.index.embedded.graph import GraphKeeper
+from indexer.index.embedded.hnsw import HnswGraph
+from indexer.index.embedded.layout import rows_along, rows_from
 from indexer.index.embedded.rows import RowTable
 from indexer.index.embedded.rwlock import RWLock
 from indexer.index.embedded.search import Planner
 from indexer.index.embedded.sqlite import ChunkTable, StoredRows
 
-
-def rows_from(stored: StoredRows, dimension: int) -> RowTable:
-    """A fresh row table holding ``stored`` (a new generation)."""
-    rows = RowTable(dimension, capacity=max(1024, len(stored.seqs)))
-    rows.append(
-        stored.seqs,
-        stored.chunk_ids,
-        stored.document_ids,
-        stored.allows,
-        stored.denies,
-        stored.vectors,
-        stored.attributes,
-    )
-    return rows
+log = logging.getLogger(__name__)
 
 
 def file_identity(path: Path | None) -> tuple[int, int] | None:
@@ -43,7 +37,9 @@ def file_identity(path: Path | None) -> tuple[int, int] | None:
 class OpenStore:
     """State of one store. ``lock`` guards ``rows`` and the graph; ``db_lock`` the connection.
 
-    Lock order: ``lock`` before ``db_lock``.
+    Lock order: ``lock`` before ``db_lock``. ``reloads`` counts full reloads
+    of the rows after the first load, ``catch_ups`` the incremental ones
+    that applied another process's writes document by document.
     """
 
     def __init__(self, table: ChunkTable, path: Path | None, planner: Planner, background: bool) -> None:
@@ -52,11 +48,16 @@ class OpenStore:
         self.identity = file_identity(path)
         self.lock = RWLock()
         self.db_lock = threading.Lock()
-        with self.db_lock:
-            self.rows = rows_from(table.load(), table.dimension)
+        self._planner = planner
         self.keeper = GraphKeeper(planner, background)
+        with self.db_lock:
+            stored = table.load()
+            self.store_uuid = table.store_uuid()
+        self.rows = self._adopt_saved_graph(stored)
         self.stale = False
         self.closed = False
+        self.reloads = 0
+        self.catch_ups = 0
         self.last_plan: str | None = None
         self.plans: Counter[str] = Counter()
 
@@ -69,7 +70,8 @@ class OpenStore:
         return self.path is None or file_identity(self.path) == self.identity
 
     def refresh(self) -> None:
-        """Reload rows from the table if another connection committed since the last load."""
+        """Apply what other connections committed since the last load: their changed documents
+        when the store's change log says which, else every row (``stale`` forces that)."""
         if not self.table.persistent:
             return
         with self.db_lock:
@@ -82,10 +84,33 @@ class OpenStore:
             with self.db_lock:
                 if self.table.is_current() and not self.stale:
                     return
-                stored = self.table.load()
-            self.rows = rows_from(stored, self.dimension)
-            self.keeper.invalidate()
+                changed = None if self.stale else self.table.catch_up()
+                stored = self.table.load() if changed is None else None
+            if changed is not None:
+                self._apply(*changed)
+                self.catch_ups += 1
+            elif stored is not None:
+                self.rows = rows_from(stored, self.dimension)
+                self.keeper.invalidate()
+                self.reloads += 1
             self.stale = False
+
+    def _apply(self, documents: list[str], stored: StoredRows) -> None:
+        # Every row of a changed document is re-read: added, removed and re-ACLed alike.
+        rows = self.rows
+        rows.tombstone(
+            np.union1d(rows.live_rows_of("document_id", documents), rows.live_rows_of("chunk_id", stored.chunk_ids))
+        )
+        rows.append(
+            stored.seqs,
+            stored.chunk_ids,
+            stored.document_ids,
+            stored.allows,
+            stored.denies,
+            stored.vectors,
+            stored.attributes,
+        )
+        self.compact_if_needed(self._planner.tombstone_ratio)
 
     def compact_if_needed(self, tombstone_ratio: float) -> None:
         """Drop tombstones (and the graph over them) once they exceed the ratio. Hold ``lock``."""
@@ -93,6 +118,37 @@ class OpenStore:
         if rows.dead and rows.dead > tombstone_ratio * rows.n:
             self.rows = rows.compacted()
             self.keeper.invalidate()
+
+    def save_graph(self, graph: HnswGraph) -> None:
+        """Write ``graph`` next to the SQLite file if it still serves the rows."""
+        if self.path is None:
+            return
+        with self.lock.read():
+            rows = self.rows
+            if self.closed or self.keeper.graph_for(rows) is not graph:
+                return
+            count = graph.ntotal
+            data = graph.serialize()
+            node_seqs = np.where(rows.alive[:count], rows.seqs[:count], -1)
+        graph_file.save(graph_file.graph_path(self.path), self.store_uuid, graph, data, node_seqs)
+
+    def _adopt_saved_graph(self, stored: StoredRows) -> RowTable:
+        if self.path is None:
+            return rows_from(stored, self.dimension)
+        path = graph_file.graph_path(self.path)
+        try:
+            saved = graph_file.load(path, self.store_uuid, self.dimension)
+            rows = None if saved is None else rows_along(stored, self.dimension, saved, self._planner.tombstone_ratio)
+        except graph_file.GraphFileError as exc:
+            log.warning("ignoring the HNSW graph file %s (%s); it will be rebuilt", path, exc)
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
+            self.keeper.want()
+            return rows_from(stored, self.dimension)
+        if saved is None or rows is None:
+            return rows_from(stored, self.dimension)
+        self.keeper.adopt(saved.graph, rows.generation)
+        return rows
 
     def close(self) -> None:
         """Stop graph work and close the connection."""

@@ -1,0 +1,61 @@
+"""The change log of a store's SQLite file: which documents each commit touched, in commit order.
+
+Triggers on ``chunks`` append one entry per row inserted, deleted or
+re-ACLed, naming its document, so every writer logs, whatever its code (the
+CLI, a second server, a DocQA from before the log once it has opened the file).
+A process that mirrors the file in memory then applies another process's
+writes document by document (``changed_since``) instead of reloading every
+row. Old entries are pruned; a reader that fell further behind is told to
+reload everything.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+#: Entries kept; a mirror more than this many row changes behind reloads everything.
+KEEP = 1_000_000
+
+DDL = (
+    "CREATE TABLE IF NOT EXISTS changes (id INTEGER PRIMARY KEY AUTOINCREMENT, document_id TEXT NOT NULL)",
+    """CREATE TRIGGER IF NOT EXISTS chunks_changes_insert AFTER INSERT ON chunks BEGIN
+        INSERT INTO changes (document_id) VALUES (new.document_id); END""",
+    """CREATE TRIGGER IF NOT EXISTS chunks_changes_delete AFTER DELETE ON chunks BEGIN
+        INSERT INTO changes (document_id) VALUES (old.document_id); END""",
+    """CREATE TRIGGER IF NOT EXISTS chunks_changes_update AFTER UPDATE ON chunks BEGIN
+        INSERT INTO changes (document_id) VALUES (old.document_id);
+        INSERT INTO changes (document_id) VALUES (new.document_id); END""",
+)
+
+
+def ensure(conn: sqlite3.Connection) -> None:
+    """Create the log and its triggers if missing (inside a write transaction)."""
+    for statement in DDL:
+        conn.execute(statement)
+
+
+def newest(conn: sqlite3.Connection) -> int:
+    """The id of the newest entry (0 for none)."""
+    return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM changes").fetchone()[0])
+
+
+def prune(conn: sqlite3.Connection) -> int:
+    """Drop all but the newest ``KEEP`` entries (inside a write transaction); the newest id."""
+    last = newest(conn)
+    conn.execute("DELETE FROM changes WHERE id <= ?", (last - KEEP,))
+    return last
+
+
+def changed_since(conn: sqlite3.Connection, since: int) -> tuple[int, list[str]] | None:
+    """(newest id, documents changed after entry ``since``), or None when entries after it were pruned.
+
+    Call inside a read transaction.
+    """
+    last = newest(conn)
+    if last <= since:
+        return last, []  # the file changed without a row changing (a checkpoint, a schema upgrade)
+    oldest = int(conn.execute("SELECT MIN(id) FROM changes").fetchone()[0])
+    if oldest > since + 1:
+        return None
+    documents = [str(row[0]) for row in conn.execute("SELECT DISTINCT document_id FROM changes WHERE id > ?", (since,))]
+    return last, documents

@@ -1,0 +1,126 @@
+"""A store's HNSW graph on disk, next to its SQLite file, so a fresh process need not rebuild it.
+
+One file, ``<store>.sqlite.hnsw``, replaced atomically: a magic line, a JSON
+header, then the payload (the SQLite ``seq`` of each graph node's row, -1 for a
+row that was already dead, followed by the faiss graph). The header names the
+store file it indexes (a random id kept in that file), the dimension, the
+node count, the efSearch calibration and the sha256 of the payload. A file
+that fails any check is reported (``GraphFileError``) and never served.
+
+Rows never change their vector under one ``seq`` (an ACL change keeps the
+vector; a new version of a chunk gets a new ``seq``), so the graph stays right
+for whatever rows the file holds now: rows deleted since are masked, rows
+added since are searched exactly until the graph is extended.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from indexer.index.embedded.ef_policy import EfPolicy
+from indexer.index.embedded.hnsw import HnswGraph
+from indexer.index.embedded.rows import Rows
+from indexer.private_files import private_dir
+
+MAGIC = b"DOCQA-HNSW 1\n"
+SUFFIX = ".hnsw"
+
+
+class GraphFileError(Exception):
+    """The graph file is corrupt, or indexes another store: rebuild instead."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredGraph:
+    """A graph read back, with the ``seq`` of each node's row (-1: none)."""
+
+    graph: HnswGraph
+    node_seqs: Rows
+
+
+def graph_path(store_path: Path) -> Path:
+    """Where the graph of the store at ``store_path`` lives."""
+    return Path(f"{store_path}{SUFFIX}")
+
+
+def save(path: Path, store_uuid: str, graph: HnswGraph, data: npt.NDArray[np.uint8], node_seqs: Rows) -> None:
+    """Write ``graph`` (serialized as ``data``) atomically: a reader sees the old file or the new one."""
+    seqs = np.ascontiguousarray(node_seqs, dtype="<i8").tobytes()
+    digest = hashlib.sha256(seqs)
+    digest.update(data.data)
+    policy = graph.policy or EfPolicy(())
+    header = json.dumps(
+        {
+            "store_uuid": store_uuid,
+            "dimension": graph.dimension,
+            "nodes": graph.ntotal,
+            "policy": [list(point) for point in policy.points],
+            "extrapolate": policy.extrapolate,
+            "calibrated_rows": graph.calibrated_rows,
+            "sha256": digest.hexdigest(),
+        }
+    ).encode()
+    private_dir(path.parent)
+    fd, name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)  # 0600
+    temporary = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(MAGIC + struct.pack("<Q", len(header)) + header)
+            out.write(seqs)
+            out.write(data.data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def load(path: Path, store_uuid: str, dimension: int) -> StoredGraph | None:
+    """The graph in ``path``, or None when there is no file. Raises GraphFileError for a bad one."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise GraphFileError(f"unreadable: {exc}") from exc
+    try:
+        header, payload = _split(raw)
+        nodes = int(header["nodes"])
+        if hashlib.sha256(payload).hexdigest() != header["sha256"]:
+            raise GraphFileError("checksum mismatch")
+        if header["store_uuid"] != store_uuid or not store_uuid:
+            raise GraphFileError("it indexes another store file")
+        if int(header["dimension"]) != dimension:
+            raise GraphFileError(f"dimension {header['dimension']}, not {dimension}")
+        node_seqs: Rows = np.frombuffer(payload[: 8 * nodes], dtype="<i8").astype(np.int64)
+        graph = HnswGraph.deserialize(np.frombuffer(payload[8 * nodes :], np.uint8).copy(), dimension)
+        if graph.ntotal != nodes:
+            raise GraphFileError(f"{graph.ntotal} nodes, header says {nodes}")
+        graph.policy = EfPolicy(
+            tuple((float(s), int(ef)) for s, ef in header["policy"]), extrapolate=bool(header["extrapolate"])
+        )
+        graph.calibrated_rows = int(header["calibrated_rows"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise GraphFileError(f"malformed: {exc}") from exc
+    return StoredGraph(graph, node_seqs)
+
+
+def _split(raw: bytes) -> tuple[dict[str, Any], memoryview]:
+    if not raw.startswith(MAGIC) or len(raw) < len(MAGIC) + 8:
+        raise GraphFileError("not a DocQA graph file")
+    (length,) = struct.unpack_from("<Q", raw, len(MAGIC))
+    start = len(MAGIC) + 8
+    header = json.loads(raw[start : start + length])
+    if not isinstance(header, dict):
+        raise GraphFileError("malformed header")
+    return header, memoryview(raw)[start + length :]

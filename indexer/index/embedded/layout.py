@@ -12,9 +12,8 @@ from indexer.index.embedded.sqlite import StoredRows
 CHECKED_NODES = 1024
 
 
-def rows_from(stored: StoredRows, dimension: int) -> RowTable:
-    """A fresh row table holding ``stored`` (a new generation)."""
-    rows = RowTable(dimension, capacity=max(1024, len(stored.seqs)))
+def append_stored(rows: RowTable, stored: StoredRows) -> None:
+    """Add every row of ``stored`` at the end of ``rows``, in ``seq`` order."""
     rows.append(
         stored.seqs,
         stored.chunk_ids,
@@ -24,6 +23,12 @@ def rows_from(stored: StoredRows, dimension: int) -> RowTable:
         stored.vectors,
         stored.attributes,
     )
+
+
+def rows_from(stored: StoredRows, dimension: int) -> RowTable:
+    """A fresh row table holding ``stored`` (a new generation)."""
+    rows = RowTable(dimension, capacity=max(1024, len(stored.seqs)))
+    append_stored(rows, stored)
     return rows
 
 

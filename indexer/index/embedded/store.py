@@ -14,7 +14,7 @@ import numpy as np
 from indexer.index.embedded import graph_file
 from indexer.index.embedded.graph import GraphKeeper
 from indexer.index.embedded.hnsw import HnswGraph
-from indexer.index.embedded.layout import rows_along, rows_from
+from indexer.index.embedded.layout import append_stored, rows_along, rows_from
 from indexer.index.embedded.rows import RowTable
 from indexer.index.embedded.rwlock import RWLock
 from indexer.index.embedded.search import Planner
@@ -101,15 +101,7 @@ class OpenStore:
         rows.tombstone(
             np.union1d(rows.live_rows_of("document_id", documents), rows.live_rows_of("chunk_id", stored.chunk_ids))
         )
-        rows.append(
-            stored.seqs,
-            stored.chunk_ids,
-            stored.document_ids,
-            stored.allows,
-            stored.denies,
-            stored.vectors,
-            stored.attributes,
-        )
+        append_stored(rows, stored)
         self.compact_if_needed(self._planner.tombstone_ratio)
 
     def compact_if_needed(self, tombstone_ratio: float) -> None:

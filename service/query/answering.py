@@ -10,7 +10,7 @@ from contextlib import closing
 from dataclasses import replace
 
 from acl.errors import GeneratorUnavailable
-from indexer.index import SearchHit
+from indexer.index import ChunkRecord, SearchHit
 from service.domain.queries import (
     NO_ANSWER_GENERATED,
     NO_RELEVANT_DOCUMENT,
@@ -181,8 +181,19 @@ class Answering:
 
 
 def _source(hit: SearchHit, scale: Threshold, base_url: str | None) -> SourceChunk:
-    chunk = hit.chunk
     known = not math.isnan(hit.score)
+    return source_chunk(
+        hit.chunk,
+        base_url,
+        score=hit.score if known else None,
+        relevance=scale.relevance(hit.score) if known else None,
+    )
+
+
+def source_chunk(
+    chunk: ChunkRecord, base_url: str | None, *, score: float | None = None, relevance: float | None = None
+) -> SourceChunk:
+    """A chunk as an answer cites it; a summary or comparison cites it with no score (there is no question)."""
     return SourceChunk(
         document_id=chunk.document_id,
         chunk_id=chunk.chunk_id,
@@ -190,8 +201,8 @@ def _source(hit: SearchHit, scale: Threshold, base_url: str | None) -> SourceChu
         source_uri=chunk.source_uri,
         text=chunk.text,
         heading_path=chunk.heading_path,
-        score=hit.score if known else None,
-        relevance=scale.relevance(hit.score) if known else None,
+        score=score,
+        relevance=relevance,
         start=chunk.start,
         end=chunk.end,
         pages=chunk.pages,

@@ -24,11 +24,12 @@ from service.domain.queries import group_by_document
 from service.generation.extractive import ExtractiveGenerator
 from service.generation.port import ContextChunk, Generator
 from service.generation.topic_alignment import AlignedTopic, Matrix, align, rank, statement
+from service.query.answering import source_chunk
 from service.query.cancellation import Cancellation
 from service.query.context import QueryContext
 from service.query.llm_calls import LlmCalls
 from service.query.retrieval import Retrieval
-from service.query.summary import readable_chunks, source_chunk
+from service.query.summary import readable_chunks
 
 log = logging.getLogger("docqa.query")
 

@@ -18,11 +18,12 @@ from collections.abc import Callable, Sequence
 from acl.errors import GeneratorUnavailable
 from indexer.index import ChunkRecord, acl_filter, and_, documents_filter
 from service.domain.analysis import Summary, SummaryLength, SummarySection
-from service.domain.queries import SourceChunk, group_by_document
+from service.domain.queries import group_by_document
 from service.domain.source_links import source_link
 from service.generation.extractive import ExtractiveGenerator
 from service.generation.extractive_summary import ExtractiveSummarizer
 from service.generation.port import Generator
+from service.query.answering import source_chunk
 from service.query.cancellation import Cancellation
 from service.query.context import QueryContext
 from service.query.llm_calls import LlmCalls
@@ -35,27 +36,6 @@ log = logging.getLogger("docqa.query")
 #: What an extractive summary says of itself.
 EXTRACTIVE_NOTE = "extractive summary: sentences quoted from the document, not written by a language model"
 EMPTY_DOCUMENT = "The document has no indexed text to summarise."
-
-
-def source_chunk(chunk: ChunkRecord, base_url: str | None) -> SourceChunk:
-    """A chunk as a summary or comparison cites it (no question, so no score)."""
-    return SourceChunk(
-        document_id=chunk.document_id,
-        chunk_id=chunk.chunk_id,
-        title=chunk.title,
-        source_uri=chunk.source_uri,
-        text=chunk.text,
-        heading_path=chunk.heading_path,
-        score=None,
-        relevance=None,
-        start=chunk.start,
-        end=chunk.end,
-        pages=chunk.pages,
-        anchor=chunk.anchor,
-        link=source_link(
-            chunk.document_id, chunk.source_uri, base_url=base_url, anchor=chunk.anchor, pages=chunk.pages
-        ),
-    )
 
 
 def readable_chunks(retrieval: Retrieval, ctx: QueryContext, document_id: str) -> list[ChunkRecord]:

@@ -1,24 +1,19 @@
 """GraphQL types and resolvers of ``summarizeDocument`` and ``compareDocuments`` (schema.py delegates here).
 
-The chunk, document and timing types are those of ``results``, referred to lazily (``strawberry.lazy``).
+The chunk, document and timing types are those of ``results``, shared with the queries.
 """
 
 from __future__ import annotations
 
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
 from service.api.audit import AuditedQueries
 from service.api.audited_analysis import AuditedAnalysis
+from service.api.graphql.results import Chunk, SourceDocument, Timing
 from service.domain.analysis import Comparison, ComparisonRequest, Summary, SummaryRequest
 from service.security.tokens import Identity
-
-if TYPE_CHECKING:
-    from service.api.graphql.results import Chunk, SourceDocument, Timing
-
-_SCHEMA = "service.api.graphql.results"
 
 
 @strawberry.enum(description="How long a summary is: SHORT (at most 5 sentences), MEDIUM (12), LONG (30).")
@@ -54,13 +49,13 @@ class SummaryResult:
     method: str
     sections: list[SummarySection]
     sections_covered: int
-    sources: list[Annotated[Chunk, strawberry.lazy(_SCHEMA)]]
-    documents: list[Annotated[SourceDocument, strawberry.lazy(_SCHEMA)]]
+    sources: list[Chunk]
+    documents: list[SourceDocument]
     model_id: str | None
     llm_called: bool
     input_tokens: int
     output_tokens: int
-    timings_ms: list[Annotated[Timing, strawberry.lazy(_SCHEMA)]]
+    timings_ms: list[Timing]
     warnings: list[str]
     generation_error: str | None
 
@@ -69,7 +64,7 @@ class SummaryResult:
 class TopicEntry:
     document_id: str
     citation: int
-    chunk: Annotated[Chunk, strawberry.lazy(_SCHEMA)]
+    chunk: Chunk
     similarity: float
     statement: str
 
@@ -94,19 +89,18 @@ class ComparisonResult:
     topics: list[ComparisonTopic]
     comparison: str
     extractive: bool
-    sources: list[Annotated[Chunk, strawberry.lazy(_SCHEMA)]]
-    documents: list[Annotated[SourceDocument, strawberry.lazy(_SCHEMA)]]
+    sources: list[Chunk]
+    documents: list[SourceDocument]
     model_id: str | None
     llm_called: bool
     input_tokens: int
     output_tokens: int
-    timings_ms: list[Annotated[Timing, strawberry.lazy(_SCHEMA)]]
+    timings_ms: list[Timing]
     warnings: list[str]
     generation_error: str | None
 
 
 def _presented(result: Summary | Comparison) -> dict[str, object]:
-    from service.api.graphql.results import Chunk, SourceDocument, Timing
 
     return {
         "sources": [Chunk.of(c) for c in result.sources],
@@ -134,7 +128,6 @@ def summarize_document(
 def compare_documents(
     queries: AuditedQueries, identity: Identity, store_id: str, document_ids: list[str], question: str | None
 ) -> ComparisonResult:
-    from service.api.graphql.results import Chunk
 
     comparison = AuditedAnalysis(queries).compare(
         identity, ComparisonRequest(store_id, tuple(document_ids), question), "graphql"

@@ -93,7 +93,7 @@ class OpenSearchConfig(_Section):
     #: Seconds one bulk write or ``_delete_by_query``/``_update_by_query`` job may take: longer than a search.
     write_timeout_s: float = Field(60.0, gt=0, le=3600)
     #: Connections kept open to the cluster for reuse; None = one per thread that may call the index at once:
-    #: ``server.grpc_workers`` plus GraphQL's worker threads, min(32, CPUs + 4).
+    #: ``server.grpc_workers`` plus ``server.graphql_workers``.
     pool_maxsize: int | None = Field(None, ge=1, le=1024)
     #: Retries after the first attempt for connection errors, timeouts, 429 and 5xx.
     max_retries: int = Field(3, ge=0, le=10)
@@ -514,10 +514,9 @@ class Settings(BaseSettings):
     @property
     def opensearch_pool_maxsize(self) -> int:
         """Connections the OpenSearch client keeps open: ``index.opensearch.pool_maxsize``, else one per thread
-        that may call the index at once (the gRPC workers, and the worker threads GraphQL resolvers run in:
-        asyncio's default executor, min(32, CPUs + 4))."""
+        that may call the index at once (the gRPC workers and the GraphQL resolver threads)."""
         configured = self.index.opensearch.pool_maxsize
-        return configured if configured is not None else self.server.grpc_workers + min(32, (os.cpu_count() or 1) + 4)
+        return configured if configured is not None else self.server.grpc_workers + self.server.graphql_workers
 
     @property
     def database_url(self) -> str:
@@ -707,6 +706,9 @@ class ServerConfig(_Section):
     max_message_bytes: int = Field(16 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
     #: Threads answering gRPC calls.
     grpc_workers: int = Field(16, ge=1, le=1024)
+    #: Threads running GraphQL resolvers (queries, mutations) of one server; concurrent questions beyond
+    #: them wait for a thread, and those running at once are what the question batcher can join.
+    graphql_workers: int = Field(16, ge=1, le=1024)
     #: Deepest GraphQL query accepted.
     graphql_max_depth: int = Field(8, ge=2, le=64)
     #: Most tokens (a size/complexity bound) in one GraphQL document.

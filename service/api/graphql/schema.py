@@ -8,8 +8,11 @@ carry ``extensions.code`` from the one error table (``service.api.errors``).
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -58,9 +61,14 @@ class GraphQLServices:
     streams: StreamPool | None = None
     #: Where ``askStream`` answers are generated: at most ``limits.max_streams`` at once per pool.
     stream_pool: StreamPool = field(init=False)
+    #: Where resolvers run (``server.graphql_workers`` threads, started as needed): not asyncio's default
+    #: executor, whose min(32, CPUs + 4) threads would cap concurrent questions at 6 on a 2-core machine.
+    resolvers: ThreadPoolExecutor = field(init=False)
 
     def __post_init__(self) -> None:
         self.stream_pool = self.streams or StreamPool(self.app.settings.limits.max_streams)
+        workers = self.app.settings.server.graphql_workers
+        self.resolvers = ThreadPoolExecutor(workers, thread_name_prefix="docqa-graphql")
 
 
 @dataclass
@@ -80,8 +88,9 @@ class RequestContext:
 async def _run(info: Info[RequestContext, None], name: str, work: Callable[[RequestContext], T]) -> T:
     """Run blocking work off the event loop and count the call by outcome."""
     context = info.context
+    call = functools.partial(contextvars.copy_context().run, work, context)  # as asyncio.to_thread does
     try:
-        result = await asyncio.to_thread(work, context)
+        result = await asyncio.get_running_loop().run_in_executor(context.services.resolvers, call)
     except Exception as exc:
         context.services.metrics.requests.labels("graphql", name, mapping_for(exc).grpc_status).inc()
         raise

@@ -14,8 +14,9 @@ Printed, each backend next to torch fp32 measured in the same run:
 - question-embedding latency p50/p99 over ``--queries`` short questions;
 - a cold process's time to its first vector (``build_app(...).embedder().embed_query``; the ONNX export cached).
 
-``--int8`` adds ONNX Runtime's dynamic int8 quantisation (per channel, MatMul
-weights) of the same export. Figures, not asserts.
+``--int8`` adds ``embedding.quantize: int8`` (ONNX Runtime's dynamic int8
+quantisation of the same export, per channel, MatMul weights;
+``indexer/onnx_quantize.py``), also on the whole indexing path. Figures, not asserts.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -127,23 +127,6 @@ def pipeline_rate(embedder: Embedder, folder: Path, data_dir: Path) -> float:
     return report.chunks / elapsed
 
 
-def int8_exporter(fp32: Path) -> Callable[[Path, Path], None]:
-    def export(model_dir: Path, target: Path) -> None:
-        import onnx
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-
-        quantize_dynamic(
-            str(fp32),
-            str(target),
-            per_channel=True,
-            weight_type=QuantType.QInt8,
-            op_types_to_quantize=["MatMul"],
-            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-        )
-
-    return export
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=200)
@@ -162,8 +145,7 @@ def main() -> None:
         print(f"ONNX model ready in {time.perf_counter() - started:.1f} s (export, or found in a cache)")
         backends: dict[str, Embedder] = {"torch fp32": torch_e, "onnx fp32": onnx_e}
         if args.int8:
-            fp32 = next(p for c in caches for p in (c / "models").glob("*/model.onnx"))
-            int8 = OnnxEmbedder(caches=[Path(tmp) / "int8"], exporter=int8_exporter(fp32))
+            int8 = OnnxEmbedder(caches=caches, quantize="int8")  # embedding.quantize: int8
             int8.embed_query("warm up")
             backends["onnx int8"] = int8
         texts, docs, questions = corpus(onnx_e, args.chunks)
@@ -204,13 +186,11 @@ def main() -> None:
             make_corpus(folder, args.pipeline_docs)
             whole = {
                 name: pipeline_rate(backends[name], folder, Path(tmp) / f"p-{i}")
-                for i, name in enumerate(("torch fp32", "onnx fp32"))
+                for i, name in enumerate(n for n in ("torch fp32", "onnx fp32", "onnx int8") if n in backends)
             }
-            print(
-                f"\nwhole indexing path ({args.pipeline_docs} generated documents): torch "
-                f"{whole['torch fp32']:.1f} chunks/s, onnx {whole['onnx fp32']:.1f} chunks/s, "
-                f"× {whole['onnx fp32'] / whole['torch fp32']:.2f}"
-            )
+            print(f"\nwhole indexing path ({args.pipeline_docs} generated documents):")
+            for name, speed in whole.items():
+                print(f"  {name:11} {speed:6.1f} chunks/s  × torch {speed / whole['torch fp32']:.2f}")
         print("\ncold process to its first vector (interpreter start included; in-process part; torch imported?)")
         for backend in ("torch", "onnx"):
             total, inside, loaded = cold(backend, Path(tmp) / f"cold-{backend}")

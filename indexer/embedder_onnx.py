@@ -20,7 +20,7 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -68,8 +68,10 @@ class OnnxEmbedder(Embedder):
         batch_size: int = 32,
         threads: int | None = None,
         exporter: Exporter = _torch_exporter,
+        quantize: Literal["none", "int8"] = "none",
     ) -> None:
         self.model_name = model
+        self._quantize = quantize
         self._source = resolve_model_path(model)
         self._caches = list(caches)
         self._batch_size = batch_size
@@ -91,8 +93,10 @@ class OnnxEmbedder(Embedder):
 
     @property
     def backend(self) -> str:
-        """``onnx``, or ``torch`` once the embedder has fallen back."""
-        return "torch" if self._fallback is not None else "onnx"
+        """``onnx`` (``onnx-int8`` quantised), or ``torch`` once the embedder has fallen back."""
+        if self._fallback is not None:
+            return "torch"
+        return "onnx-int8" if self._quantize == "int8" else "onnx"
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -124,6 +128,8 @@ class OnnxEmbedder(Embedder):
         except ImportError as exc:
             raise OnnxExportError(f"onnxruntime is not installed: {exc}") from exc
         path = cached_export(self.model_name, self._source, self._caches, self._exporter)
+        if self._quantize == "int8":
+            path = self._int8(path)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = self._threads
         options.inter_op_num_threads = 1
@@ -142,6 +148,19 @@ class OnnxEmbedder(Embedder):
         encoder.no_padding()
         encoder.enable_truncation(max_length=self.max_tokens)
         return session, encoder
+
+    def _int8(self, fp32: Path) -> Path:
+        """The int8 quantisation of the fp32 export (made once and cached like it); the fp32 export when it fails."""
+        from indexer.onnx_quantize import int8_exporter
+
+        assert isinstance(self._source, Path)
+        exporter = int8_exporter(fp32, lower=self._lower, max_tokens=self.max_tokens)
+        try:
+            return cached_export(f"{self.model_name}-int8", self._source, self._caches, exporter)
+        except OnnxExportError as exc:
+            log.warning("embedding.quantize int8 unavailable (%s); embedding with the fp32 ONNX export", exc)
+            self._quantize = "none"
+            return fp32
 
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         if not texts:

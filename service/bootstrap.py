@@ -189,7 +189,7 @@ class App:
 
             shared = shared_cache_dir()
             caches = [self.settings.data_dir] + ([shared] if shared is not None else [])
-            return OnnxEmbedder(name, caches=caches, batch_size=config.batch_size)
+            return OnnxEmbedder(name, caches=caches, batch_size=config.batch_size, quantize=config.quantize)
         from indexer.embedder import SentenceTransformerEmbedder
 
         return SentenceTransformerEmbedder(name, batch_size=config.batch_size, device=config.device)

@@ -205,3 +205,67 @@ def test_the_configured_backend_is_built(
     app = build_app(load_settings(None, data_dir=tmp_path))
     assert type(app.embedder()) is kind
     app.close()
+
+
+@pytest.fixture(scope="module")
+def int8(shared: Path, tmp_path_factory: pytest.TempPathFactory) -> OnnxEmbedder:
+    return OnnxEmbedder(caches=[tmp_path_factory.mktemp("data-int8"), shared], batch_size=8, quantize="int8")
+
+
+def test_int8_vectors_stay_close_to_fp32_and_rank_alike(int8: OnnxEmbedder, onnx: OnnxEmbedder) -> None:
+    got, want = int8.embed_documents(TEXTS), onnx.embed_documents(TEXTS)
+    assert int8.backend == "onnx-int8"
+    assert got.shape == want.shape and got.dtype == np.float32
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    cosines = (got * want).sum(axis=1)
+    assert cosines.min() >= 0.97 and cosines.mean() >= 0.99, float(cosines.min())
+    assert not np.allclose(got, want, atol=1e-4)  # really another model, not the fp32 export again
+    # The nearest text of every text is the same under both models.
+    assert ((got @ got.T).argsort(axis=1)[:, -2] == (want @ want.T).argsort(axis=1)[:, -2]).mean() >= 0.9
+
+
+def test_the_int8_model_is_made_once_and_cached_beside_the_fp32_export(int8: OnnxEmbedder, tmp_path: Path) -> None:
+    int8.embed_query("warm the cache")
+    folders = {p.parent.name for c in int8._caches for p in (c / "models").glob("*/model.onnx")}
+    assert any(name.startswith("all-MiniLM-L6-v2-int8-") for name in folders), folders
+    calls: list[int] = []
+
+    def exporter(model_dir: Path, target: Path) -> None:
+        calls.append(1)
+        raise AssertionError("exported again")
+
+    again = OnnxEmbedder(caches=[tmp_path, int8._caches[-1]], exporter=exporter, quantize="int8")
+    assert np.allclose(again.embed_query("travel budget"), int8.embed_query("travel budget"), atol=1e-6)
+    assert again.backend == "onnx-int8" and not calls
+
+
+def test_a_quantisation_failing_its_check_keeps_fp32_with_one_warning(
+    onnx: OnnxEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import indexer.onnx_quantize
+
+    monkeypatch.setattr(indexer.onnx_quantize, "MIN_INT8_COSINE", 1.01)  # no quantised model can pass
+    onnx.embed_query("warm the cache")
+    fp32 = next(p.parent for c in onnx._caches for p in (c / "models").glob("*/model.onnx") if "int8" not in str(p))
+    shutil.copytree(fp32, tmp_path / "shared" / "models" / fp32.name)  # the fp32 export only, no int8 one
+    embedder = OnnxEmbedder(caches=[tmp_path / "data", tmp_path / "shared"], quantize="int8")
+    with caplog.at_level(logging.WARNING):
+        vector = embedder.embed_query("travel budget")
+        embedder.embed_query("vacation")
+    warnings = [r.getMessage() for r in caplog.records if r.name == "indexer.embedder_onnx"]
+    assert len(warnings) == 1 and "int8" in warnings[0] and "cosine" in warnings[0], warnings
+    assert not [r for r in caplog.records if "pre-processing" in r.getMessage()]
+    assert embedder.backend == "onnx"
+    assert np.allclose(vector, onnx.embed_query("travel budget"), atol=1e-5)
+    assert not list(tmp_path.glob("*/models/*int8*/model.onnx"))
+
+
+def test_int8_is_refused_without_the_onnx_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from acl.errors import ConfigurationError
+    from service.config import load_settings
+
+    clear_docqa_env(monkeypatch, tmp_path)
+    monkeypatch.setenv("DOCQA_EMBEDDING__QUANTIZE", "int8")
+    monkeypatch.setenv("DOCQA_EMBEDDING__BACKEND", "torch")
+    with pytest.raises(ConfigurationError, match=r"quantize int8 needs embedding\.backend onnx"):
+        load_settings(None, data_dir=tmp_path)

@@ -24,6 +24,7 @@ when no other unit shares a word with the question.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from itertools import chain
@@ -216,6 +217,7 @@ _STOPWORDS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=1 << 16)  # called for every word of every candidate chunk; words repeat
 def _stem(word: str) -> str:
     word = word.lower().strip("'-")
     for suffix in ("ies", "es", "s", "ing", "ed", "ly"):

@@ -154,8 +154,35 @@ def test_a_narrow_filter_still_gets_k(index: EmbeddedIndex, monkeypatch: pytest.
     hits = index.lexical(STORE, "harbour", 10, acl_filter(["group:few"]))
     assert ids(hits) == [f"d{row:04d}#0" for row in range(7, 1500, 100)][:10]  # equal scores: by chunk id
     assert len(index.lexical(STORE, "harbour", 100, acl_filter(["group:few"]))) == 15
-    assert len(index.lexical(STORE, "harbour", 20, acl_filter(["group:many"]))) == 20
-    assert queries == [among, among, False]  # group:many is most of the store: never ranked alone
+    assert queries == [among, among]  # 15 readable rows: the first, bounded pass read them all
+    # group:many is most of the store: never ranked alone. Its 1485 rows tie, so no bounded pass can tell
+    # which 20 come first by chunk id: the passes widen (x4) until every tied row was read.
+    many = index.lexical(STORE, "harbour", 20, acl_filter(["group:many"]))
+    assert ids(many) == [f"d{row:04d}#0" for row in range(1500) if row % 100 != 7][:20]
+    assert len(queries) > 3 and not any(queries[2:])
+
+
+def test_the_first_pass_reads_only_what_k_needs(index: EmbeddedIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Distinct scores, everything readable: one ranked query with a limit near k, not every matching row."""
+    limits: list[int] = []
+    real = embedded_sqlite.ranked
+
+    def spy(
+        conn: sqlite3.Connection, match: str, limit: int, only: list[int] | None = None
+    ) -> Iterator[list[tuple[int, float]]]:
+        limits.append(limit)
+        return real(conn, match, limit, only)
+
+    monkeypatch.setattr(embedded_sqlite, "ranked", spy)
+    vectors = random_vectors(400, seed=9)
+    # Row i holds "tern" i + 1 times among other words: every score differs, higher i ranks first.
+    index.upsert(
+        STORE,
+        [chunk(f"t{i:03d}", 0, v, text=" ".join(["tern"] * (i + 1) + ["sea"] * 40)) for i, v in enumerate(vectors)],
+    )
+    hits = index.lexical(STORE, "tern", 5, EVERYONE)
+    assert ids(hits) == [f"t{i:03d}#0" for i in range(399, 394, -1)]
+    assert len(limits) == 1 and limits[0] < 100
 
 
 def test_ties_at_the_cut_are_ordered_by_chunk_id_not_by_insertion(index: EmbeddedIndex) -> None:

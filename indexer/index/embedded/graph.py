@@ -78,7 +78,7 @@ class GraphKeeper:
         return None
 
     def adopt(self, graph: HnswGraph, generation: int) -> None:
-        """Serve ``graph`` (read from the graph file) for ``generation``. Call before any query."""
+        """Serve ``graph`` (read from the graph file) for ``generation``: before any query, or under the write lock."""
         self._graph, self._generation, self.loaded = graph, generation, True
         self._wanted = True  # rows added from now on join it as they would have in its builder
         self._saved = (graph, graph.ntotal)

@@ -7,7 +7,7 @@ debt; when the debt reaches the estimated build cost the graph is built
 The initial build runs off the lock over an immutable snapshot of the rows,
 then the graph is calibrated (``hnsw_policy``) before it serves a query; a
 graph that cannot reach the recall target is dropped and not bought again.
-Rows appended later are added in slices of about 20 ms under the store's
+Rows appended later are added in slices of about 10 ms under the store's
 write lock, which lets the queries waiting meanwhile in between slices.
 Rows not yet in the graph are searched exactly, so answers never wait for it.
 A graph that is current is saved with the store (``graph_file``) after its
@@ -40,8 +40,8 @@ _BUILD_SLICE = 8192  # rows per add() while building off the lock (stop checks b
 # Rows per add() under the write lock, sized so that one add takes about _EXTEND_PAUSE_S:
 # that bounds a query's wait (the lock lets waiting queries in between slices).
 # Fixed 256-row slices took 0.1-0.5 s each on the loaded 2-core machine.
-_EXTEND_PAUSE_S = 0.02
-_EXTEND_SLICE_MIN, _EXTEND_SLICE_MAX = 8, 1024
+_EXTEND_PAUSE_S = 0.01
+_EXTEND_SLICE_MIN, _EXTEND_SLICE_MAX = 4, 1024
 _REBUILD_GROWTH = 2.0  # rebuild (and so recalibrate) once the graph doubled since its build
 _SAVE_GROWTH = 1.1  # save a grown graph again once it has a tenth more rows than the saved one
 
@@ -230,7 +230,7 @@ class GraphKeeper:
             rows = host.rows
             if self.graph_for(rows) is not graph:
                 return
-            start, count = graph.ntotal, self._extend_slice
+            start, count = graph.ntotal, min(max(self._extend_slice, _EXTEND_SLICE_MIN), _EXTEND_SLICE_MAX)
             began = time.perf_counter()
             graph.add(rows.vectors[start : min(rows.n, start + count)])
             took = time.perf_counter() - began

@@ -5,7 +5,10 @@ header, then the payload (the SQLite ``seq`` of each graph node's row, -1 for a
 row that was already dead, followed by the faiss graph). The header names the
 store file it indexes (a random id kept in that file), the dimension, the
 node count, the efSearch calibration and the sha256 of the payload. A file
-that fails any check is reported (``GraphFileError``) and never served.
+that fails any check is reported (``GraphFileError``) and never served. A
+file's ``Signature`` (inode, size, mtime) tells a running process, with one
+``stat``, that another process saved a new one (``graph_watch``), and
+``nodes_claimed`` reads just its header to tell whether it is worth reading.
 
 Rows never change their vector under one ``seq`` (an ACL change keeps the
 vector; a new version of a chunk gets a new ``seq``), so the graph stays right

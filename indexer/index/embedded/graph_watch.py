@@ -6,7 +6,7 @@ indexer or a second server may finish a graph of the same store and save it.
 Queries look at the graph file at most every ``Planner.graph_file_check_s``
 seconds, with one ``stat``: a file other than the one this process last
 saved, loaded or turned down is then looked at further off the query path
-(``OpenStore.adopt_newer_graph``). A graph file only ever appears whole (it
+(``OpenStore.look_for_graph``). A graph file only ever appears whole (it
 is written aside and renamed into place), and is checksummed, so a file being
 written or a corrupt one is never served.
 """

@@ -140,13 +140,13 @@ class OpenStore:
             self.watch.known(written)
 
     def look_for_graph(self) -> None:
-        """Adopt a graph file another process saved since, if it has more nodes than the graph served.
+        """Adopt a graph file another process saved since, if it covers more live rows than the graph served.
 
         One ``stat`` at most every ``graph_file_check_s``; the file is read,
         checked and laid out along the rows off the query path, then swapped
         in under the write lock. Call without the lock.
         """
-        seen = None if self.watch is None else self.watch.changed()
+        seen = None if self.watch is None or self.closed else self.watch.changed()
         if seen is not None and self.watch is not None:
             self.watch.look(self._adopt_newer_graph, seen, self._background)
 

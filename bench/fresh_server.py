@@ -14,8 +14,14 @@ serves. On one store file under a temporary folder it prints:
   upserts one document at a time) to the running index answering with it,
   applying the store's change log against reloading every row (how the index
   caught up before the log; forced here by making the log say nothing);
-* while indexing -- the running index's query p50 while a child process writes
-  batches of 1000 chunks, against idle, again with the log and with reloads.
+* adoption    -- seconds from another process's save of a graph file (put in
+  place by rename, as ``graph_file.save`` does) to a running index that had
+  none answering from it, against building its own (the fresh start above);
+* while indexing -- the running index's query p50 / p99 / max while a child
+  process writes batches of 1000 chunks (``--batch-interval``), against idle: with the change log
+  and today's lock, with the lock before (writer-preferring, the graph
+  extended in fixed 256-row slices under it), and with full reloads. Each
+  starts from a copy of the same store (graph file included).
 
 Figures, not asserts; ``x`` is the baseline's figure divided by the new one.
 """
@@ -23,12 +29,15 @@ Figures, not asserts; ``x`` is the baseline's figure divided by the new one.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from figures import percentiles  # bench/figures.py
 from retrieval import CALLERS, DIM, STORE, K, load, make_corpus  # bench/retrieval.py
 
+from indexer.index.embedded import graph, store
 from indexer.index.embedded.graph_file import graph_path
 from indexer.index.embedded.index import EmbeddedIndex
 from indexer.index.embedded.sqlite import ChunkTable
@@ -50,7 +60,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CALLER = acl_filter(CALLERS["50%"])
 
 # A child process that writes: ``one`` document per line it is told to, or
-# ``batches`` of 100 documents until killed; it prints each commit's wall time.
+# ``batches`` of 100 documents (one every ``interval`` seconds at most) until
+# killed; it prints each commit's wall time.
 WRITER = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path
@@ -58,7 +69,7 @@ WRITER = textwrap.dedent("""
     from acl.model import Acl
     from indexer.index.embedded.index import EmbeddedIndex
     from indexer.index.port import ChunkRecord
-    data_dir, mode, dim = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    data_dir, mode, dim, interval = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     index = EmbeddedIndex(data_dir, background=False)
     rng = np.random.default_rng(7)
     acl = Acl.of(["group:g2"])
@@ -83,15 +94,17 @@ WRITER = textwrap.dedent("""
             batch += 1
             vectors = unit(1000)
             chunks = [c for d in range(100) for c in document(f"w{batch}-{d}", vectors[d * 10 : d * 10 + 10])]
+            began = time.perf_counter()
             index.upsert("bench", chunks)
             print(time.time(), flush=True)
+            time.sleep(max(0.0, interval - (time.perf_counter() - began)))
 """)
 
 
 @contextmanager
-def writer(data_dir: Path, mode: str) -> Iterator[subprocess.Popen[str]]:
+def writer(data_dir: Path, mode: str, interval: float = 0.0) -> Iterator[subprocess.Popen[str]]:
     child = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(data_dir), mode, str(DIM)],
+        [sys.executable, "-c", WRITER, str(data_dir), mode, str(DIM), str(interval)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -115,6 +128,88 @@ def full_reloads() -> Iterator[None]:
         yield
     finally:
         ChunkTable.catch_up = real  # type: ignore[method-assign]
+
+
+class WriterPreferringLock:
+    """The store lock before 2026-11-24: a waiting writer blocks new readers, and nothing lets
+    the readers that waited in before the same writer comes back."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._readers = 0
+        self._writer = False
+        self._writers_waiting = 0
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        with self._cond:
+            while self._writer or self._writers_waiting:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if self._readers == 0:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        with self._cond:
+            self._writers_waiting += 1
+            try:
+                while self._writer or self._readers:
+                    self._cond.wait()
+            finally:
+                self._writers_waiting -= 1
+            self._writer = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = False
+                self._cond.notify_all()
+
+
+@contextmanager
+def old_lock() -> Iterator[None]:
+    """Stores opened meanwhile use the lock before, and extend their graph 256 rows at a time."""
+    real = store.RWLock, graph._EXTEND_SLICE_MIN, graph._EXTEND_SLICE_MAX
+    store.RWLock = WriterPreferringLock  # type: ignore[misc,assignment]
+    graph._EXTEND_SLICE_MIN = graph._EXTEND_SLICE_MAX = 256
+    try:
+        yield
+    finally:
+        store.RWLock, graph._EXTEND_SLICE_MIN, graph._EXTEND_SLICE_MAX = real  # type: ignore[misc]
+
+
+def adoption(data_dir: Path, queries: np.ndarray) -> tuple[float, int]:
+    """(seconds from the rename of a graph file into place to the first answer served by it, queries
+    answered meanwhile) for a running index that opened the store without one."""
+    path = graph_path(data_dir / f"{STORE}.sqlite")
+    aside = path.with_name(path.name + ".aside")
+    path.rename(aside)
+    index = EmbeddedIndex(data_dir)
+    try:
+        query_latency(index, queries, 0.5)  # serving exactly, as a server that has no graph yet
+        assert index.stats(STORE).graph_rows == 0
+        incoming = path.with_name(path.name + ".incoming")
+        shutil.copyfile(aside, incoming)  # another process's save: written aside, then renamed
+        saved = time.perf_counter()
+        os.replace(incoming, path)
+        answered = 0
+        while True:
+            index.knn(STORE, queries[answered % len(queries)], K, CALLER)
+            answered += 1
+            stats = index.stats(STORE)
+            if stats.graph_adoptions and stats.last_plan == "hnsw":
+                return time.perf_counter() - saved, answered
+            if time.perf_counter() - saved > 120:
+                raise SystemExit("the saved graph was never adopted")
+    finally:
+        index.close()
+        aside.unlink()
 
 
 def fresh_start(data_dir: Path, query: np.ndarray, saved: bool) -> tuple[float, float, str]:
@@ -181,18 +276,47 @@ def query_latency(index: EmbeddedIndex, queries: np.ndarray, seconds: float) -> 
     return p50 * 1e3, p99 * 1e3, max(times) * 1e3, len(times)
 
 
+def paced_latency(
+    index: EmbeddedIndex, queries: np.ndarray, seconds: float, rate: float
+) -> tuple[float, float, float, int]:
+    """(p50, p99, max in ms, queries run): queries arrive every ``1 / rate`` s whatever came of the
+    last, and each counts from its arrival, so a stall shows in every query that arrived during it
+    (a closed loop would count it once). Queries that would arrive after twice ``seconds`` of
+    wall time are not run (a backlog that long would only grow)."""
+    times: list[float] = []
+    start = time.perf_counter()
+    for number in range(int(seconds * rate)):
+        arrival = start + number / rate
+        if time.perf_counter() > start + 2 * seconds:
+            break
+        wait = arrival - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)
+        index.knn(STORE, queries[number % len(queries)], K, CALLER)
+        times.append(time.perf_counter() - arrival)
+    p50, p99 = percentiles(times)
+    return p50 * 1e3, p99 * 1e3, max(times) * 1e3, len(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--writes", type=int, default=10, help="single-document writes timed to visibility")
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds of queries per p50")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rate", type=float, default=20.0, help="queries per second while another process indexes")
+    parser.add_argument(
+        "--batch-interval",
+        type=float,
+        default=0.5,
+        help="seconds between the writer's 1000-chunk batches (0: no pause)",
+    )
     args = parser.parse_args()
     if args.rows < 10_000 or args.writes < 1 or args.seconds <= 0:
         parser.error("--rows must be at least 10000, --writes at least 1, --seconds positive")
 
     with tempfile.TemporaryDirectory(prefix="docqa-fresh-") as folder:
-        data_dir = Path(folder)
+        data_dir = Path(folder) / "store"
         corpus = make_corpus(args.rows, 50, sigma=0.6, spectrum="decaying", seed=args.seed)
         started = time.perf_counter()
         index = EmbeddedIndex(data_dir)
@@ -217,41 +341,58 @@ def main() -> None:
             f" | no graph file {cold_graph:7.2f} s ({cold_how}) | x {cold_graph / warm_graph:.1f}"
         )
 
+        adoptions = [adoption(data_dir, corpus.queries) for _ in range(3)]
+        delays = sorted(seconds for seconds, _ in adoptions)
+        print(
+            f"another process's graph save -> answered by it (of 3): {' / '.join(f'{d:.2f}' for d in delays)} s,"
+            f" p50 {delays[1]:.2f} s ({[n for _, n in adoptions]} exact answers meanwhile)"
+            f" | building its own {cold_graph:.2f} s | x {cold_graph / delays[1]:.1f}"
+        )
+
         server = EmbeddedIndex(data_dir)
         query_latency(server, corpus.queries, 1.0)  # warm up
-        # Everything with the change log first: a full reload drops the graph (it is rebuilt after).
         live = visibility(server, data_dir, args.writes, seed=1)
-        idle = query_latency(server, corpus.queries, args.seconds)
-        with writer(data_dir, "batches"):
-            busy = query_latency(server, corpus.queries, args.seconds)
-        logged = server.stats(STORE)
-        plans = dict(logged.plans)
+        idle = paced_latency(server, corpus.queries, args.seconds, args.rate)
         with full_reloads():
             reload = visibility(server, data_dir, args.writes, seed=2)
-            with writer(data_dir, "batches"):
-                old = query_latency(server, corpus.queries, args.seconds)
+        server.close()
         live_p50, reload_p50 = float(np.median(live)), float(np.median(reload))
         print(
             f"write -> visible (p50 of {args.writes}):   change log {live_p50 * 1e3:7.1f} ms"
             f" | full reload {reload_p50 * 1e3:7.1f} ms | x {reload_p50 / live_p50:.1f}"
         )
+
         print(
-            f"# with the change log: {logged.catch_ups} catch-ups, {logged.reloads} full reloads,"
-            f" graph {logged.graph_rows:,} of {logged.rows + logged.tombstones:,} rows, plans {plans}"
+            f"query latency, ms, from each query's arrival ({args.rate:g} a second): p50 / p99 / max (queries run),"
+            " another process indexing:"
         )
-        print("query latency, ms: p50 / p99 / max (queries run in the period)")
-        for label, (p50, p99, worst, count) in (
-            ("idle", idle),
-            ("another process indexing, change log", busy),
-            ("another process indexing, full reload", old),
+        print(f"  {'idle':<44} {idle[0]:7.2f} / {idle[1]:8.2f} / {idle[2]:8.1f} ({idle[3]})")
+        busy = {}
+        for label, patch in (
+            ("change log, phase-fair lock, ~10 ms slices", None),
+            ("change log, lock before, 256-row slices", old_lock),
+            ("full reloads", full_reloads),
         ):
-            print(f"  {label:<38} {p50:7.2f} / {p99:8.2f} / {worst:8.1f} ({count})")
-        print(f"  indexing / idle p50: x {busy[0] / idle[0]:.2f}", end="; ")
+            copy = Path(folder) / label.replace(" ", "_").replace(",", "").replace("~", "")
+            shutil.copytree(data_dir, copy)  # the same store for every variant
+            with patch() if patch is not None else contextlib.nullcontext():
+                server = EmbeddedIndex(copy)
+                query_latency(server, corpus.queries, 1.0)  # warm up
+                with writer(copy, "batches", args.batch_interval):
+                    busy[label] = latency = paced_latency(server, corpus.queries, args.seconds, args.rate)
+                stats = server.stats(STORE)
+                server.close()
+            p50, p99, worst, count = latency
+            print(
+                f"  {label:<44} {p50:7.2f} / {p99:8.2f} / {worst:8.1f} ({count}); {stats.catch_ups} catch-ups,"
+                f" {stats.reloads} reloads, graph {stats.graph_rows:,} of {stats.rows + stats.tombstones:,} rows"
+            )
+            shutil.rmtree(copy)
+        new, old = busy["change log, phase-fair lock, ~10 ms slices"], busy["change log, lock before, 256-row slices"]
         print(
-            f"full reload / change log: p50 x {old[0] / busy[0]:.1f}, p99 x {old[1] / busy[1]:.1f},"
-            f" max x {old[2] / busy[2]:.1f}"
+            f"  lock before / phase-fair: p50 x {old[0] / new[0]:.2f}, p99 x {old[1] / new[1]:.1f},"
+            f" max x {old[2] / new[2]:.1f}"
         )
-        server.close()
 
 
 if __name__ == "__main__":

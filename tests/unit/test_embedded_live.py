@@ -13,8 +13,9 @@ import pytest
 
 from acl.model import Acl
 from indexer.index.embedded import changes
-from indexer.index.embedded.index import EmbeddedIndex, EmbeddedStats
+from indexer.index.embedded.index import EmbeddedIndex
 from indexer.index.embedded.sqlite import ChunkTable
+from indexer.index.embedded.stats import EmbeddedStats
 from indexer.index.filters import acl_filter, documents_filter
 from indexer.index.port import ChunkRecord, StoreSpec
 from tests.contract.index_contract import DIM, STORE, chunk, random_vectors

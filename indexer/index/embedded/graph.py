@@ -7,7 +7,8 @@ debt; when the debt reaches the estimated build cost the graph is built
 The initial build runs off the lock over an immutable snapshot of the rows,
 then the graph is calibrated (``hnsw_policy``) before it serves a query; a
 graph that cannot reach the recall target is dropped and not bought again.
-Rows appended later are added in small slices under the store's write lock.
+Rows appended later are added in slices of about 10 ms under the store's
+write lock, which lets the queries waiting meanwhile in between slices.
 Rows not yet in the graph are searched exactly, so answers never wait for it.
 A graph that is current is saved with the store (``graph_file``) after its
 build and whenever it has grown by a tenth since, and adopted by the next
@@ -19,6 +20,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 import weakref
 from typing import Protocol
 
@@ -35,7 +37,11 @@ from indexer.index.embedded.search import Planner
 log = logging.getLogger(__name__)
 
 _BUILD_SLICE = 8192  # rows per add() while building off the lock (stop checks between)
-_EXTEND_SLICE = 256  # rows per add() under the write lock (bounds a query's wait)
+# Rows per add() under the write lock, sized so that one add takes about _EXTEND_PAUSE_S:
+# that bounds a query's wait (the lock lets waiting queries in between slices).
+# Fixed 256-row slices took 0.1-0.5 s each on the loaded 2-core machine.
+_EXTEND_PAUSE_S = 0.01
+_EXTEND_SLICE_MIN, _EXTEND_SLICE_MAX = 4, 1024
 _REBUILD_GROWTH = 2.0  # rebuild (and so recalibrate) once the graph doubled since its build
 _SAVE_GROWTH = 1.1  # save a grown graph again once it has a tenth more rows than the saved one
 
@@ -67,6 +73,7 @@ class GraphKeeper:
         self.loaded = False  # the graph came from the store's graph file
         self._saved: tuple[HnswGraph, int] | None = None  # (graph, its size) last saved or loaded
         self._work_lock = threading.Lock()
+        self._extend_slice = 64  # rows per add() under the write lock, adapted to _EXTEND_PAUSE_S
         self._worker: threading.Thread | None = None
         self._stop = threading.Event()
         _keepers.add(self)
@@ -78,7 +85,7 @@ class GraphKeeper:
         return None
 
     def adopt(self, graph: HnswGraph, generation: int) -> None:
-        """Serve ``graph`` (read from the graph file) for ``generation``. Call before any query."""
+        """Serve ``graph`` (read from the graph file) for ``generation``: before any query, or under the write lock."""
         self._graph, self._generation, self.loaded = graph, generation, True
         self._wanted = True  # rows added from now on join it as they would have in its builder
         self._saved = (graph, graph.ntotal)
@@ -223,8 +230,14 @@ class GraphKeeper:
             rows = host.rows
             if self.graph_for(rows) is not graph:
                 return
-            start = graph.ntotal
-            graph.add(rows.vectors[start : min(rows.n, start + _EXTEND_SLICE)])
+            start, count = graph.ntotal, min(max(self._extend_slice, _EXTEND_SLICE_MIN), _EXTEND_SLICE_MAX)
+            began = time.perf_counter()
+            graph.add(rows.vectors[start : min(rows.n, start + count)])
+            took = time.perf_counter() - began
+        if took > 2 * _EXTEND_PAUSE_S:
+            self._extend_slice = max(_EXTEND_SLICE_MIN, count // 2)
+        elif took < _EXTEND_PAUSE_S / 2 and start + count <= rows.n:
+            self._extend_slice = min(_EXTEND_SLICE_MAX, count * 2)
 
     def stop(self) -> None:
         """Stop background work at the next slice and wait for it."""

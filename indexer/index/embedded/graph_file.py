@@ -5,7 +5,10 @@ header, then the payload (the SQLite ``seq`` of each graph node's row, -1 for a
 row that was already dead, followed by the faiss graph). The header names the
 store file it indexes (a random id kept in that file), the dimension, the
 node count, the efSearch calibration and the sha256 of the payload. A file
-that fails any check is reported (``GraphFileError``) and never served.
+that fails any check is reported (``GraphFileError``) and never served. A
+file's ``Signature`` (inode, size, mtime) tells a running process, with one
+``stat``, that another process saved a new one (``graph_watch``), and
+``nodes_claimed`` reads just its header to tell whether it is worth reading.
 
 Rows never change their vector under one ``seq`` (an ACL change keeps the
 vector; a new version of a chunk gets a new ``seq``), so the graph stays right
@@ -41,11 +44,26 @@ class GraphFileError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class Signature:
+    """Which file a path held when it was looked at: a replaced or rewritten file differs."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, stat: os.stat_result) -> Signature:
+        return cls(stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+@dataclass(frozen=True, slots=True)
 class StoredGraph:
-    """A graph read back, with the ``seq`` of each node's row (-1: none)."""
+    """A graph read back, with the ``seq`` of each node's row (-1: none) and the file it came from."""
 
     graph: HnswGraph
     node_seqs: Rows
+    signature: Signature
 
 
 def graph_path(store_path: Path) -> Path:
@@ -53,8 +71,19 @@ def graph_path(store_path: Path) -> Path:
     return Path(f"{store_path}{SUFFIX}")
 
 
-def save(path: Path, store_uuid: str, graph: HnswGraph, data: npt.NDArray[np.uint8], node_seqs: Rows) -> None:
-    """Write ``graph`` (serialized as ``data``) atomically: a reader sees the old file or the new one."""
+def signature(path: Path) -> Signature | None:
+    """The signature of the file at ``path`` now (one ``stat``); None when there is none."""
+    try:
+        return Signature.of(os.stat(path))
+    except OSError:
+        return None
+
+
+def save(path: Path, store_uuid: str, graph: HnswGraph, data: npt.NDArray[np.uint8], node_seqs: Rows) -> Signature:
+    """Write ``graph`` (serialized as ``data``) atomically: a reader sees the old file or the new one.
+
+    Returns the signature of the file written.
+    """
     seqs = np.ascontiguousarray(node_seqs, dtype="<i8").tobytes()
     digest = hashlib.sha256(seqs)
     digest.update(data.data)
@@ -80,15 +109,38 @@ def save(path: Path, store_uuid: str, graph: HnswGraph, data: npt.NDArray[np.uin
             out.write(data.data)
             out.flush()
             os.fsync(out.fileno())
-        os.replace(temporary, path)
+            written = Signature.of(os.fstat(out.fileno()))
+        os.replace(temporary, path)  # the inode, size and mtime move with the name
     finally:
         temporary.unlink(missing_ok=True)
+    return written
+
+
+def nodes_claimed(path: Path, store_uuid: str) -> int | None:
+    """The node count the header of ``path`` claims for this store (no checksum: a cheap first look).
+
+    None when there is no file, or its header is not one of this store's graphs.
+    """
+    try:
+        with open(path, "rb") as file:
+            head = file.read(len(MAGIC) + 8)
+            if not head.startswith(MAGIC) or len(head) < len(MAGIC) + 8:
+                return None
+            (length,) = struct.unpack_from("<Q", head, len(MAGIC))
+            header = json.loads(file.read(min(length, 1 << 16)))
+        if not isinstance(header, dict) or header.get("store_uuid") != store_uuid or not store_uuid:
+            return None
+        return int(header["nodes"])
+    except (OSError, KeyError, TypeError, ValueError):
+        return None
 
 
 def load(path: Path, store_uuid: str, dimension: int) -> StoredGraph | None:
     """The graph in ``path``, or None when there is no file. Raises GraphFileError for a bad one."""
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as file:  # one open: the signature is that of the bytes read
+            stamp = Signature.of(os.fstat(file.fileno()))
+            raw = file.read()
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -112,7 +164,7 @@ def load(path: Path, store_uuid: str, dimension: int) -> StoredGraph | None:
         graph.calibrated_rows = int(header["calibrated_rows"])
     except (KeyError, TypeError, ValueError) as exc:
         raise GraphFileError(f"malformed: {exc}") from exc
-    return StoredGraph(graph, node_seqs)
+    return StoredGraph(graph, node_seqs, stamp)
 
 
 def _split(raw: bytes) -> tuple[dict[str, Any], memoryview]:

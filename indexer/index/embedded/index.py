@@ -25,12 +25,12 @@ import numpy as np
 from acl.errors import IndexUnavailable, InvalidArgument, NotFound
 from acl.model import Acl
 from indexer.index.embedded.chunks import document_chunks
-from indexer.index.embedded.ef_policy import EfPolicy
 from indexer.index.embedded.filters import filter_mask
 from indexer.index.embedded.lexical import lexical_search
 from indexer.index.embedded.rows import Rows, RowTable
 from indexer.index.embedded.search import Planner, exact_candidates, rank
 from indexer.index.embedded.sqlite import ChunkTable, row_attributes
+from indexer.index.embedded.stats import EmbeddedStats
 from indexer.index.embedded.store import OpenStore
 from indexer.index.filters import Filter, validate
 from indexer.index.port import ChunkRecord, Index, SearchHit, StoreSpec, Vector
@@ -40,22 +40,6 @@ from indexer.store_ids import validate_store_id
 
 _RETRIES = 3
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True, slots=True)
-class EmbeddedStats:
-    """What the embedded index is doing for one store (for tests, benchmarks, ``doctor``)."""
-
-    rows: int
-    tombstones: int
-    graph_rows: int
-    graph_builds: int
-    ef_policy: EfPolicy
-    last_plan: str | None
-    plans: dict[str, int]
-    graph_loaded: bool = False  # the graph was read from the store's graph file, not built
-    reloads: int = 0  # full reloads of the rows since the store was opened
-    catch_ups: int = 0  # incremental applications of other processes' writes
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +133,7 @@ class EmbeddedIndex(Index):
                 graph_loaded=store.keeper.loaded,
                 reloads=store.reloads,
                 catch_ups=store.catch_ups,
+                graph_adoptions=store.graph_adoptions,
             )
 
     # -- writes ---------------------------------------------------------------

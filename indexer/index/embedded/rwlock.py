@@ -1,4 +1,4 @@
-"""A small readers-writer lock: many concurrent readers or one writer."""
+"""A small readers-writer lock: many concurrent readers or one writer, fair to both."""
 
 from __future__ import annotations
 
@@ -8,7 +8,12 @@ from contextlib import contextmanager
 
 
 class RWLock:
-    """Readers share, a writer is exclusive; a waiting writer blocks new readers.
+    """Readers share, a writer is exclusive.
+
+    Phase-fair: a waiting writer blocks new readers, and every reader that
+    was waiting when a writer left goes before the next writer. So a writer
+    that comes back at once (the HNSW graph extended slice by slice) cannot
+    starve a query, nor a stream of queries a writer.
 
     Not reentrant: a thread holding the read side must not ask for the write
     side (it would wait for itself).
@@ -19,13 +24,36 @@ class RWLock:
         self._readers = 0
         self._writer = False
         self._writers_waiting = 0
+        self._readers_waiting = 0
+        self._phase = 0  # writers that have left
+        self._admitted = 0  # readers waiting when the last writer left, not yet in
+
+    @property
+    def readers_waiting(self) -> int:
+        """Threads waiting for the shared side now."""
+        with self._cond:
+            return self._readers_waiting
+
+    @property
+    def writers_waiting(self) -> int:
+        """Threads waiting for the exclusive side now."""
+        with self._cond:
+            return self._writers_waiting
 
     @contextmanager
     def read(self) -> Iterator[None]:
         """Hold the shared side for the ``with`` block."""
         with self._cond:
-            while self._writer or self._writers_waiting:
-                self._cond.wait()
+            phase = self._phase
+            self._readers_waiting += 1
+            try:
+                while self._writer or (self._writers_waiting and phase == self._phase):
+                    self._cond.wait()
+            finally:
+                self._readers_waiting -= 1
+                if phase != self._phase:  # admitted when a writer left (or giving that up)
+                    self._admitted -= 1
+                    self._cond.notify_all()
             self._readers += 1
         try:
             yield
@@ -41,7 +69,7 @@ class RWLock:
         with self._cond:
             self._writers_waiting += 1
             try:
-                while self._writer or self._readers:
+                while self._writer or self._readers or self._admitted:
                     self._cond.wait()
             finally:
                 self._writers_waiting -= 1
@@ -51,4 +79,6 @@ class RWLock:
         finally:
             with self._cond:
                 self._writer = False
+                self._phase += 1
+                self._admitted = self._readers_waiting
                 self._cond.notify_all()

@@ -28,7 +28,7 @@ _TIE_SLACK = 1e-5
 
 @dataclass(frozen=True, slots=True)
 class Planner:
-    """When to search exactly, when to use the HNSW graph, and when to build it."""
+    """When to search exactly, when to use the HNSW graph, when to build it, when to look for another's."""
 
     exact_row_cost_us: float = 0.125
     hnsw_ef_cost_us: float = 3.0
@@ -41,6 +41,7 @@ class Planner:
     min_graph_rows: int = 2048
     tail_rows: int = 4096
     tombstone_ratio: float = 0.3
+    graph_file_check_s: float = 1.0  # how often a query looks for a graph file another process saved
 
     def default_policy(self) -> EfPolicy:
         """The efSearch policy assumed before (or instead of) calibration."""

@@ -254,6 +254,23 @@ class ChunkTable:
         self._known_version, self._known_change, self._foreign_write_seen = version, last, False
         return documents, rows
 
+    @classmethod
+    def snapshot(cls, path: Path, dimension: int) -> tuple[int, StoredRows]:
+        """Every row of the store at ``path`` as one read transaction saw them, with the id of the
+        newest change-log entry then; over a connection of its own, so no other is held meanwhile."""
+        conn = _connect(path, create=False)
+        try:
+            table = cls(conn, dimension, persistent=True)
+            stored = table.load()
+            return table._known_change, stored
+        finally:
+            conn.close()
+
+    def rewind(self, change: int) -> None:
+        """Take the caller's rows to be those of change-log entry ``change`` (a ``snapshot``):
+        the next ``catch_up`` re-reads every document changed after it."""
+        self._known_change, self._foreign_write_seen = change, True
+
     def store_uuid(self) -> str:
         """A random id given to the file when it was made (a graph file names the store it indexes)."""
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'store_uuid'").fetchone()

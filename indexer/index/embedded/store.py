@@ -13,6 +13,8 @@ import numpy as np
 
 from indexer.index.embedded import graph_file
 from indexer.index.embedded.graph import GraphKeeper
+from indexer.index.embedded.graph_file import Signature
+from indexer.index.embedded.graph_watch import GraphWatch
 from indexer.index.embedded.hnsw import HnswGraph
 from indexer.index.embedded.layout import append_stored, rows_along, rows_from
 from indexer.index.embedded.rows import RowTable
@@ -39,7 +41,9 @@ class OpenStore:
 
     Lock order: ``lock`` before ``db_lock``. ``reloads`` counts full reloads
     of the rows after the first load, ``catch_ups`` the incremental ones
-    that applied another process's writes document by document.
+    that applied another process's writes document by document,
+    ``graph_adoptions`` the graphs another process saved that replaced the
+    one served (or its absence) while the store was open.
     """
 
     def __init__(self, table: ChunkTable, path: Path | None, planner: Planner, background: bool) -> None:
@@ -49,7 +53,9 @@ class OpenStore:
         self.lock = RWLock()
         self.db_lock = threading.Lock()
         self._planner = planner
+        self._background = background
         self.keeper = GraphKeeper(planner, background)
+        self.watch = None if path is None else GraphWatch(graph_file.graph_path(path), planner.graph_file_check_s)
         with self.db_lock:
             stored = table.load()
             self.store_uuid = table.store_uuid()
@@ -58,6 +64,7 @@ class OpenStore:
         self.closed = False
         self.reloads = 0
         self.catch_ups = 0
+        self.graph_adoptions = 0
         self.last_plan: str | None = None
         self.plans: Counter[str] = Counter()
 
@@ -74,6 +81,7 @@ class OpenStore:
         when the store's change log says which, else every row (``stale`` forces that)."""
         if not self.table.persistent:
             return
+        self.look_for_graph()
         with self.db_lock:
             current = self.table.is_current()
         if current and not self.stale:
@@ -122,7 +130,63 @@ class OpenStore:
             count = graph.ntotal
             data = graph.serialize()
             node_seqs = np.where(rows.alive[:count], rows.seqs[:count], -1)
-        graph_file.save(graph_file.graph_path(self.path), self.store_uuid, graph, data, node_seqs)
+        path = graph_file.graph_path(self.path)
+        if self.watch is not None and not self.watch.is_known(graph_file.signature(path)):
+            claimed = graph_file.nodes_claimed(path, self.store_uuid)
+            if claimed is not None and claimed > count:
+                return  # another process saved a larger graph since: ``look_for_graph`` decides, not this
+        written = graph_file.save(path, self.store_uuid, graph, data, node_seqs)
+        if self.watch is not None:
+            self.watch.known(written)
+
+    def look_for_graph(self) -> None:
+        """Adopt a graph file another process saved since, if it covers more live rows than the graph served.
+
+        One ``stat`` at most every ``graph_file_check_s``; the file is read,
+        checked and laid out along the rows off the query path, then swapped
+        in under the write lock. Call without the lock.
+        """
+        seen = None if self.watch is None or self.closed else self.watch.changed()
+        if seen is not None and self.watch is not None:
+            self.watch.look(self._adopt_newer_graph, seen, self._background)
+
+    def _adopt_newer_graph(self, seen: Signature) -> None:
+        assert self.path is not None and self.watch is not None
+        path = graph_file.graph_path(self.path)
+        claimed = graph_file.nodes_claimed(path, self.store_uuid)
+        with self.lock.read():
+            served = self._served_rows()
+        if claimed is not None and claimed <= served:
+            self.watch.known(seen)  # it covers no more rows than the graph served (ours, or an older one)
+            return
+        try:
+            saved = graph_file.load(path, self.store_uuid, self.dimension)
+            if saved is None:
+                return
+            # Laid out as a fresh process would (``rows_along``), from a snapshot read over a
+            # connection of its own; the documents changed after it are caught up once swapped in.
+            change, stored = ChunkTable.snapshot(self.path, self.dimension)
+            rows = rows_along(stored, self.dimension, saved, self._planner.tombstone_ratio)
+        except graph_file.GraphFileError as exc:
+            log.warning("ignoring the HNSW graph file %s another process saved (%s)", path, exc)
+            self.watch.known(seen)
+            return
+        self.watch.known(saved.signature)
+        covered = int(np.count_nonzero(rows.alive[: saved.graph.ntotal]))
+        with self.lock.write():
+            if self.closed or covered <= self._served_rows():
+                return
+            self.rows = rows  # a new generation: a build of our own under way stops at its next slice
+            self.keeper.adopt(saved.graph, rows.generation)
+            with self.db_lock:
+                self.table.rewind(change)
+            self.graph_adoptions += 1
+        log.info("adopted the HNSW graph of %d rows another process saved in %s", saved.graph.ntotal, path)
+
+    def _served_rows(self) -> int:
+        """Live rows the served graph covers (0 without one). Hold ``lock``."""
+        graph = self.keeper.graph_for(self.rows)
+        return 0 if graph is None else int(np.count_nonzero(self.rows.alive[: graph.ntotal]))
 
     def _adopt_saved_graph(self, stored: StoredRows) -> RowTable:
         if self.path is None:
@@ -139,12 +203,16 @@ class OpenStore:
             return rows_from(stored, self.dimension)
         if saved is None or rows is None:
             return rows_from(stored, self.dimension)
+        if self.watch is not None:
+            self.watch.known(saved.signature)
         self.keeper.adopt(saved.graph, rows.generation)
         return rows
 
     def close(self) -> None:
         """Stop graph work and close the connection."""
         self.keeper.stop()
+        if self.watch is not None:
+            self.watch.join()
         with self.lock.write():
             self.closed = True
             with self.db_lock:

@@ -1,0 +1,24 @@
+"""What the embedded index reports about one store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from indexer.index.embedded.ef_policy import EfPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedStats:
+    """What the embedded index is doing for one store (for tests, benchmarks, ``doctor``)."""
+
+    rows: int
+    tombstones: int
+    graph_rows: int
+    graph_builds: int
+    ef_policy: EfPolicy
+    last_plan: str | None
+    plans: dict[str, int]
+    graph_loaded: bool = False  # the graph was read from the store's graph file, not built
+    reloads: int = 0  # full reloads of the rows since the store was opened
+    catch_ups: int = 0  # incremental applications of other processes' writes
+    graph_adoptions: int = 0  # graphs another process saved, adopted while the store was open

@@ -1,6 +1,7 @@
 """Embedder backends side by side on the same chunks: torch (sentence-transformers) vs ONNX Runtime.
 
-    python bench/embedders.py [--chunks 200] [--queries 200] [--int8] [--pipeline-docs 20] [--pipeline-only]
+    python bench/embedders.py [--chunks 200] [--queries 200] [--int8] [--pipeline-docs 20]
+    python bench/embedders.py --pipeline-only [--pipeline-docs 80] [--pipeline-repeat 6] [--pipeline-generated]
 
 Chunks come from the PostgreSQL manual's pages that the quality questions
 (bench/quality/postgresql-15.yaml, ``apt-get install postgresql-doc-15``) cite,
@@ -9,9 +10,10 @@ Printed, each backend next to torch fp32 measured in the same run:
 
 - chunks/s encoding those chunks (runs alternate so machine noise hits both);
 - the whole indexing path (load, chunk, embed, write; ``index_folder`` into a fresh data directory) on
-  ``--pipeline-docs`` HTML pages of the manual (else bench/indexing.py's generated corpus): torch one
-  thread (the issue's baseline), ONNX one thread, and ONNX with files read and chunked in a thread
-  two batches ahead of the encoder (``indexing.prefetch_batches``), ``--pipeline-repeat`` alternating runs each;
+  ``--pipeline-docs`` HTML pages of the manual (else, or with ``--pipeline-generated``, bench/indexing.py's
+  generated Markdown): torch in one thread (the issue's baseline), ONNX in one thread, and ONNX with files
+  read and chunked in a thread two batches ahead of the encoder (``indexing.prefetch_batches``),
+  ``--pipeline-repeat`` alternating runs each (``--pipeline-only``: this alone);
 - cosine of each chunk's vector to torch's (mean/min) and, with the manual, an
   embedder-level hit@5: each question against those chunks, dense only;
 - question-embedding latency p50/p99 over ``--queries`` short questions;
@@ -118,11 +120,12 @@ def cold(backend: str, data_dir: Path) -> tuple[float, float, bool]:
     return time.perf_counter() - start, float(inside), torch_loaded == "True"
 
 
-def pipeline_corpus(folder: Path, docs: int) -> str:
-    """``docs`` pages of the PostgreSQL manual (HTML) copied into ``folder``, else generated Markdown; what it is."""
+def pipeline_corpus(folder: Path, docs: int, generated: bool) -> str:
+    """``docs`` pages of the PostgreSQL manual (HTML) copied into ``folder``, else (or if ``generated``)
+    generated Markdown documents; says which."""
     manual = Path("/usr/share/doc/postgresql-doc-15/html")
     folder.mkdir()
-    pages = sorted(manual.glob("*.html"))[100 : 100 + docs] if manual.is_dir() else []
+    pages = sorted(manual.glob("*.html"))[100 : 100 + docs] if manual.is_dir() and not generated else []
     if not pages:
         from indexing import make_corpus
 
@@ -205,6 +208,7 @@ def main() -> None:
     parser.add_argument("--pipeline-docs", type=int, default=20, help="0 skips the whole-path comparison")
     parser.add_argument("--pipeline-repeat", type=int, default=3)
     parser.add_argument("--pipeline-only", action="store_true", help="the whole-path comparison alone")
+    parser.add_argument("--pipeline-generated", action="store_true", help="generated Markdown, not the manual's pages")
     args = parser.parse_args()
     shared = shared_cache_dir()
     with tempfile.TemporaryDirectory() as tmp:
@@ -224,7 +228,9 @@ def main() -> None:
             embedder.embed_documents(["warm up: torch loads its model on the first call"])
         if args.pipeline_docs or args.pipeline_only:
             folder = Path(tmp) / "corpus"
-            print(f"whole indexing path on {pipeline_corpus(folder, args.pipeline_docs or 20)}")
+            print(
+                f"whole indexing path on {pipeline_corpus(folder, args.pipeline_docs or 20, args.pipeline_generated)}"
+            )
             whole_path(backends, folder, Path(tmp), args.pipeline_repeat)
         if args.pipeline_only:
             return

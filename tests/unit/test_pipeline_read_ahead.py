@@ -234,3 +234,27 @@ def test_an_interrupt_in_the_caller_ends_the_thread(mixed: Corpus, monkeypatch: 
     with pytest.raises(KeyboardInterrupt):
         mixed.run(ingestor(FakeIndex(), new_repo(), FakeEmbedder(), prefetch=2), on_chunks=interrupted)
     assert read_ahead_threads() == []
+
+
+@pytest.mark.parametrize(("prefetch", "reader"), [(0, "MainThread"), (1, "docqa-read-ahead")])
+def test_the_setting_chooses_who_reads_the_files(
+    mixed: Corpus, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, prefetch: int, reader: str
+) -> None:
+    from service.bootstrap import build_app
+    from service.config import Settings
+
+    readers: set[str] = set()
+    guarded = pipeline.load_bytes
+
+    def watched(data: bytes, content_type: str, name: str) -> Any:
+        readers.add(threading.current_thread().name)
+        return guarded(data, content_type, name)
+
+    monkeypatch.setattr(pipeline, "load_bytes", watched)
+    settings = Settings(data_dir=tmp_path / "data", indexing={"prefetch_batches": prefetch})
+    app = build_app(settings, embedder_factory=lambda _: FakeEmbedder())
+    try:
+        report = mixed.run(app.ingestor(STORE))
+    finally:
+        app.close()
+    assert readers == {reader} and len(report.indexed) == 16

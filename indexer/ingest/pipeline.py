@@ -237,6 +237,11 @@ class Ingestor:
         folder after it was removed removes its documents and its manifest's
         groups (an unknown missing path is an error).
 
+        Files are read, parsed and chunked in a background thread at most
+        ``prefetch_batches`` batches ahead of the encoder; the store, the
+        report and the progress calls are those of a one-thread run, and an
+        error (the thread's or the caller's) ends the thread before it is raised.
+
         ``reindex`` loads, chunks and embeds every file again, changed or not:
         what a newer loader or chunker extracts (PDF pages, HTML anchors,
         cleaner text) reaches documents indexed before it.

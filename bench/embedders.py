@@ -1,6 +1,7 @@
 """Embedder backends side by side on the same chunks: torch (sentence-transformers) vs ONNX Runtime.
 
     python bench/embedders.py [--chunks 200] [--queries 200] [--int8] [--pipeline-docs 20]
+    python bench/embedders.py --pipeline-only [--pipeline-docs 80] [--pipeline-repeat 6] [--pipeline-generated]
 
 Chunks come from the PostgreSQL manual's pages that the quality questions
 (bench/quality/postgresql-15.yaml, ``apt-get install postgresql-doc-15``) cite,
@@ -8,7 +9,11 @@ chunked by DocQA's own chunker; without the manual, from examples/acme repeated.
 Printed, each backend next to torch fp32 measured in the same run:
 
 - chunks/s encoding those chunks (runs alternate so machine noise hits both);
-- the whole indexing path (load, chunk, embed, write) on a generated corpus (bench/indexing.py's);
+- the whole indexing path (load, chunk, embed, write; ``index_folder`` into a fresh data directory) on
+  ``--pipeline-docs`` HTML pages of the manual (else, or with ``--pipeline-generated``, bench/indexing.py's
+  generated Markdown): torch in one thread (the issue's baseline), ONNX in one thread, and ONNX with files
+  read and chunked in a thread two batches ahead of the encoder (``indexing.prefetch_batches``),
+  ``--pipeline-repeat`` alternating runs each (``--pipeline-only``: this alone);
 - cosine of each chunk's vector to torch's (mean/min) and, with the manual, an
   embedder-level hit@5: each question against those chunks, dense only;
 - question-embedding latency p50/p99 over ``--queries`` short questions;
@@ -115,16 +120,68 @@ def cold(backend: str, data_dir: Path) -> tuple[float, float, bool]:
     return time.perf_counter() - start, float(inside), torch_loaded == "True"
 
 
-def pipeline_rate(embedder: Embedder, folder: Path, data_dir: Path) -> float:
-    from service.bootstrap import build_app
-    from service.config import load_settings
+def pipeline_corpus(folder: Path, docs: int, generated: bool) -> str:
+    """``docs`` pages of the PostgreSQL manual (HTML) copied into ``folder``, else (or if ``generated``)
+    generated Markdown documents; says which."""
+    manual = Path("/usr/share/doc/postgresql-doc-15/html")
+    folder.mkdir()
+    pages = sorted(manual.glob("*.html"))[100 : 100 + docs] if manual.is_dir() and not generated else []
+    if not pages:
+        from indexing import make_corpus
 
-    app = build_app(load_settings(None, data_dir=data_dir), embedder_factory=lambda _name: embedder)
+        make_corpus(folder, docs)
+        return f"{docs} generated Markdown documents"
+    (folder / "acl.yaml").write_text("documents:\n  - match: '**'\n    allow: [group:everyone]\n")
+    for page in pages:
+        (folder / page.name).write_bytes(page.read_bytes())
+    return f"{len(pages)} HTML pages of the PostgreSQL manual"
+
+
+def pipeline_rate(embedder: Embedder, folder: Path, data_dir: Path, prefetch_batches: int) -> tuple[float, int]:
+    """Chunks/s of one ``index_folder`` of ``folder`` into a fresh data directory, and the chunks written."""
+    from service.bootstrap import build_app
+    from service.config import IndexingConfig, load_settings
+
+    settings = load_settings(None, data_dir=data_dir)
+    settings = settings.model_copy(update={"indexing": IndexingConfig(prefetch_batches=prefetch_batches)})
+    app = build_app(settings, embedder_factory=lambda _name: embedder)
+    ingestor = app.ingestor("bench")
     start = time.perf_counter()
-    report = app.ingestor("bench").index_folder(folder)
+    report = ingestor.index_folder(folder)
     elapsed = time.perf_counter() - start
     app.close()
-    return report.chunks / elapsed
+    return report.chunks / elapsed, report.chunks
+
+
+def whole_path(backends: dict[str, Embedder], folder: Path, work: Path, repeat: int) -> None:
+    """The whole indexing path, torch and ONNX one thread, ONNX with read-ahead; runs alternate, best of each."""
+    runs = {
+        "torch fp32, sequential": (backends["torch fp32"], 0),
+        "onnx fp32, sequential": (backends["onnx fp32"], 0),
+        "onnx fp32, read-ahead 2 batches": (backends["onnx fp32"], 2),
+    }
+    if "onnx int8" in backends:  # --int8: embedding.quantize int8, with the default read-ahead
+        runs["onnx int8, read-ahead 2 batches"] = (backends["onnx int8"], 2)
+    rates: dict[str, list[float]] = {name: [] for name in runs}
+    chunks = set()
+    for attempt in range(repeat):
+        for i, (name, (embedder, prefetch)) in enumerate(runs.items()):
+            speed, written = pipeline_rate(embedder, folder, work / f"p-{attempt}-{i}", prefetch)
+            rates[name].append(speed)
+            chunks.add(written)
+    torch = rates["torch fp32, sequential"]
+    sequential = rates["onnx fp32, sequential"]
+    print(f"\n{chunks} chunks each run, {repeat} runs each (alternating), load {os.getloadavg()[0]:.1f}")
+    print("| whole indexing path | chunks/s best / median | × torch, best / median of runs | × onnx one thread, same |")
+    print("| --- | --- | --- | --- |")
+    for name, got in rates.items():
+        # Each run's ratio to the baseline runs next to it: the machine's load drifts less within one round.
+        to_torch = statistics.median(g / t for g, t in zip(got, torch, strict=True))
+        to_sequential = statistics.median(g / s for g, s in zip(got, sequential, strict=True))
+        print(
+            f"| {name} | {max(got):.1f} / {statistics.median(got):.1f} | {max(got) / max(torch):.2f} / "
+            f"{to_torch:.2f} | {max(got) / max(sequential):.2f} / {to_sequential:.2f} |"
+        )
 
 
 def main() -> None:
@@ -134,6 +191,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--int8", action="store_true")
     parser.add_argument("--pipeline-docs", type=int, default=20, help="0 skips the whole-path comparison")
+    parser.add_argument("--pipeline-repeat", type=int, default=3)
+    parser.add_argument("--pipeline-only", action="store_true", help="the whole-path comparison alone")
+    parser.add_argument("--pipeline-generated", action="store_true", help="generated Markdown, not the manual's pages")
     args = parser.parse_args()
     shared = shared_cache_dir()
     with tempfile.TemporaryDirectory() as tmp:
@@ -148,6 +208,16 @@ def main() -> None:
             int8 = OnnxEmbedder(caches=caches, quantize="int8")  # embedding.quantize: int8
             int8.embed_query("warm up")
             backends["onnx int8"] = int8
+        for embedder in backends.values():
+            embedder.embed_documents(["warm up: torch loads its model on the first call"])
+        if args.pipeline_docs or args.pipeline_only:
+            folder = Path(tmp) / "corpus"
+            print(
+                f"whole indexing path on {pipeline_corpus(folder, args.pipeline_docs or 20, args.pipeline_generated)}"
+            )
+            whole_path(backends, folder, Path(tmp), args.pipeline_repeat)
+        if args.pipeline_only:
+            return
         texts, docs, questions = corpus(onnx_e, args.chunks)
         tokens = sum(len(onnx_e.tokenizer.token_spans(t)) for t in texts) / len(texts)
         print(
@@ -178,19 +248,6 @@ def main() -> None:
         p50s = {name: latency(embedder, asked) for name, embedder in backends.items()}
         for name, (p50, p99) in p50s.items():
             print(f"  {name:11} {p50:6.2f} / {p99:6.2f}   × torch p50 {p50s['torch fp32'][0] / p50:.2f}")
-        if args.pipeline_docs:
-            from indexing import make_corpus
-
-            folder = Path(tmp) / "corpus"
-            folder.mkdir()
-            make_corpus(folder, args.pipeline_docs)
-            whole = {
-                name: pipeline_rate(backends[name], folder, Path(tmp) / f"p-{i}")
-                for i, name in enumerate(n for n in ("torch fp32", "onnx fp32", "onnx int8") if n in backends)
-            }
-            print(f"\nwhole indexing path ({args.pipeline_docs} generated documents):")
-            for name, speed in whole.items():
-                print(f"  {name:11} {speed:6.1f} chunks/s  × torch {speed / whole['torch fp32']:.2f}")
         print("\ncold process to its first vector (interpreter start included; in-process part; torch imported?)")
         for backend in ("torch", "onnx"):
             total, inside, loaded = cold(backend, Path(tmp) / f"cold-{backend}")

@@ -276,7 +276,12 @@ class App:
 
         self.index.ensure(StoreSpec(store_id, embedder.dimension))
         return Ingestor(
-            index=self.index, catalog=self.repository, access=self.access, embedder=embedder, store_id=store_id
+            index=self.index,
+            catalog=self.repository,
+            access=self.access,
+            embedder=embedder,
+            store_id=store_id,
+            prefetch_batches=self.settings.indexing.prefetch_batches,
         )
 
     def close(self) -> None:

@@ -182,6 +182,14 @@ class EmbeddingConfig(_Section):
         return self
 
 
+class IndexingConfig(_Section):
+    """How a folder run (``docqa index``) feeds the encoder (``indexer.ingest.pipeline``)."""
+
+    #: Batches of chunks read, parsed and chunked ahead of the encoder in a background thread while it
+    #: encodes; 0 = one thread, each file read when the encoder wants it. See README "Embedder backends".
+    prefetch_batches: int = Field(2, ge=0, le=16)
+
+
 class WatsonxConfig(_Section):
     """IBM watsonx.ai through ``ibm-watsonx-ai`` (used when ``generator.backend`` is ``watsonx``)."""
 
@@ -470,6 +478,7 @@ class Settings(BaseSettings):
     database: DatabaseConfig = DatabaseConfig()
     index: IndexConfig = IndexConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
+    indexing: IndexingConfig = IndexingConfig()
     generator: GeneratorConfig = GeneratorConfig()
     rerank: RerankConfig = RerankConfig()
     store_defaults: StoreDefaults = StoreDefaults()

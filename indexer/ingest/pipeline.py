@@ -28,6 +28,7 @@ from indexer.index import ChunkRecord, Index
 from indexer.index.attributes import EMPTY_METADATA, frozen_metadata, instant, iso
 from indexer.index.port import DocumentsRejected
 from indexer.ingest.manifest import MANIFEST_NAME, load_manifest
+from indexer.ingest.read_ahead import read_ahead
 from indexer.ingest.safe_scan import ScanResult, modified_inside, read_inside, scan_folder
 from indexer.ingest.shards import WHOLE, Shard
 from indexer.loaders import SUPPORTED_SUFFIXES, content_type_for, load_bytes
@@ -136,7 +137,23 @@ class _Pending:
     records: list[ChunkRecord]
 
 
+@dataclass(frozen=True, slots=True)
+class _Unloadable:
+    """A file that could not be loaded: refused (not a regular file inside the folder any more) or failed."""
+
+    document_id: str
+    reason: str
+    refused: bool
+
+
+def _chunk_count(item: _Pending | _Unloadable) -> int:
+    return len(item.records) if isinstance(item, _Pending) else 0
+
+
 Progress = Callable[[int], None]
+
+#: Batches of chunks read and chunked ahead of the encoder by default (``indexing.prefetch_batches``).
+PREFETCH_BATCHES = 2
 
 
 def content_hash(data: bytes) -> str:
@@ -171,8 +188,12 @@ class Ingestor:
         embedder: Embedder,
         store_id: str,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        prefetch_batches: int = PREFETCH_BATCHES,
     ) -> None:
+        """``prefetch_batches``: batches of chunks a folder run reads and chunks ahead of the encoder, in a
+        thread (0: one thread, each file read when the encoder wants it)."""
         self._clock = clock
+        self._prefetch_batches = max(0, prefetch_batches)
         self._index = index
         self._catalog = catalog
         self._access = access
@@ -215,6 +236,11 @@ class Ingestor:
         replace the old manifest's, in this store only). Indexing the store's
         folder after it was removed removes its documents and its manifest's
         groups (an unknown missing path is an error).
+
+        Files are read, parsed and chunked in a background thread at most
+        ``prefetch_batches`` batches ahead of the encoder; the store, the
+        report and the progress calls are those of a one-thread run, and an
+        error (the thread's or the caller's) ends the thread before it is raised.
 
         ``reindex`` loads, chunks and embeds every file again, changed or not:
         what a newer loader or chunker extracts (PDF pages, HTML anchors,
@@ -288,34 +314,28 @@ class Ingestor:
             self.delete(document_id)
             report.removed.append(document_id)
 
-        def loaded() -> Iterator[_Pending]:
-            for document_id, acl, facts in work:
-                path = root / document_id
-                try:
-                    # Read again, the same safe way: what is hashed is what is indexed.
-                    data = read_inside(root, document_id)
-                    digest = facts.digest(data)  # before the mtime joins the facts: it is recorded, not hashed
-                    facts = replace(facts, modified=instant(modified_inside(root, document_id)))
-                    document = load_bytes(data, content_type_for(path) or "", path.name)
-                except UnsafePath as exc:
-                    # Swapped for a link or a special file since the scan.
-                    report.refused[document_id] = _reason(exc, document_id)
-                    if document_id in known:
-                        self.delete(document_id)
-                        report.removed.append(document_id)
-                    if progress:
-                        progress(1)
+        def loaded(items: Iterable[_Pending | _Unloadable]) -> Iterator[_Pending]:
+            for item in items:
+                if isinstance(item, _Pending):
+                    yield item
                     continue
-                except LoadError as exc:
-                    report.failed[document_id] = exc.message
-                    if progress:
-                        progress(1)
-                    continue
-                yield self._prepare(document_id, digest, acl, path.as_uri(), document, facts)
+                if item.refused:  # swapped for a link or a special file since the scan
+                    report.refused[item.document_id] = item.reason
+                    if item.document_id in known:
+                        self.delete(item.document_id)
+                        report.removed.append(item.document_id)
+                else:
+                    report.failed[item.document_id] = item.reason
+                if progress:
+                    progress(1)
 
-        for done in self._embed_and_write(loaded(), origin, report, on_chunks):
-            if progress:
-                progress(done)
+        # Files are read, parsed and chunked ahead (in a thread) while a batch is embedded; every write,
+        # report entry and progress call stays here, in the order a plain loop makes them.
+        prepared = (self._load_file(root, document_id, acl, facts) for document_id, acl, facts in work)
+        with read_ahead(prepared, limit=self._prefetch_batches * EMBED_BATCH_CHUNKS, weight=_chunk_count) as items:
+            for done in self._embed_and_write(loaded(items), origin, report, on_chunks):
+                if progress:
+                    progress(done)
         # A file that could not be read or indexed this time keeps its old text for now, never its
         # old ACL: who may read it is the manifest's to say, and that needs no byte of the file.
         for document_id in report.failed:
@@ -408,6 +428,21 @@ class Ingestor:
             raise
 
     # internals ------------------------------------------------------------------------
+    def _load_file(self, root: Path, document_id: str, acl: Acl, facts: DocumentFacts) -> _Pending | _Unloadable:
+        """Read, load and chunk one file of the folder; writes nothing, so it may run in the read-ahead thread."""
+        path = root / document_id
+        try:
+            # Read again, the same safe way: what is hashed is what is indexed.
+            data = read_inside(root, document_id)
+            digest = facts.digest(data)  # before the mtime joins the facts: it is recorded, not hashed
+            facts = replace(facts, modified=instant(modified_inside(root, document_id)))
+            document = load_bytes(data, content_type_for(path) or "", path.name)
+        except UnsafePath as exc:
+            return _Unloadable(document_id, _reason(exc, document_id), refused=True)
+        except LoadError as exc:
+            return _Unloadable(document_id, exc.message, refused=False)
+        return self._prepare(document_id, digest, acl, path.as_uri(), document, facts)
+
     def _prepare(
         self,
         document_id: str,

@@ -152,4 +152,6 @@ def test_embedders_bench_puts_each_backend_next_to_torch() -> None:
     ).stdout
     for row in ("| torch fp32 | ", "| onnx fp32 | ", "| onnx int8 | ", "whole indexing path", "cold process"):
         assert row in out
+    for row in ("| torch fp32, sequential | ", "| onnx fp32, sequential | ", "| onnx fp32, read-ahead 2 batches | "):
+        assert row in out  # the whole path: one thread each, and ONNX reading ahead, next to torch
     assert "onnx " in out and "torch imported: False" in out  # the ONNX cold process never imports torch

@@ -41,6 +41,7 @@ def test_environment_wins_over_file(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         ("embedding:\n  batch_size: zero\n", "embedding.batch_size"),
         ("index:\n  backend: elastic\n", "index.backend"),
         ("embedding:\n  backend: tensorrt\n", "embedding.backend"),
+        ("indexing:\n  prefetch_batches: -1\n", "indexing.prefetch_batches"),
         ("unknown_key: 1\n", "unknown_key"),
     ],
 )

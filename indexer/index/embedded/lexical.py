@@ -84,8 +84,8 @@ def _ranked_allowed(table: ChunkTable, rows: RowTable, mask: Mask, match: str, k
     FTS5 sorts every matching row, but with a small ``LIMIT`` it keeps only the best ones while it scores
     (a bounded sort), which costs about half of a full sort here. So the first pass asks for the rows ``k``
     needs at the share of rows the filter passes, with room to spare; a pass that could not decide (too
-    many ranked rows were unreadable, or the last kept row may tie with the next) asks again for four times
-    as many, up to ``MAX_RANKED``.
+    many ranked rows were unreadable, or the last kept row may tie with the next) asks again: for four
+    times as many rows when it was short of readable ones, for all of them (``MAX_RANKED``) on a tie.
     """
     seqs_sorted, rows_sorted = _seq_index(rows)
     allowed = np.flatnonzero(mask)
@@ -101,7 +101,9 @@ def _ranked_allowed(table: ChunkTable, rows: RowTable, mask: Mask, match: str, k
             found, decided = _kept(batches, seqs_sorted, rows_sorted, rows, mask, k, limit)
         if found is None or decided or limit >= MAX_RANKED:
             return found
-        limit = min(MAX_RANKED, limit * 4)
+        # Short of readable rows: four times as many. Enough of them but tied with the rows after the
+        # last one read (formulaic texts tie in bulk): all of them at once, not pass after pass.
+        limit = MAX_RANKED if len(found) >= k else min(MAX_RANKED, limit * 4)
 
 
 def _kept(

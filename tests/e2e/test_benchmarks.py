@@ -103,6 +103,7 @@ def test_lexical_bench_prints_each_caller_and_both_tokenizers(tmp_path: Path) ->
     out = bench("lexical.py", "--chunks", "300", "--queries", "3").stdout
     for caller in ("50%", "5%", "0.5%"):
         assert f"{caller:>8} " in out
+    assert "one pass p50" in out and "one pass/lexical" in out  # the baseline, measured in the same run
     pages = tmp_path / "pages"
     pages.mkdir()
     for name, text in {
@@ -152,6 +153,11 @@ def test_embedders_bench_puts_each_backend_next_to_torch() -> None:
     ).stdout
     for row in ("| torch fp32 | ", "| onnx fp32 | ", "| onnx int8 | ", "whole indexing path", "cold process"):
         assert row in out
-    for row in ("| torch fp32, sequential | ", "| onnx fp32, sequential | ", "| onnx fp32, read-ahead 2 batches | "):
+    for row in (
+        "| torch fp32, sequential | ",
+        "| onnx fp32, sequential | ",
+        "| onnx fp32, read-ahead 2 batches | ",
+        "| onnx int8, read-ahead 2 batches | ",
+    ):
         assert row in out  # the whole path: one thread each, and ONNX reading ahead, next to torch
     assert "onnx " in out and "torch imported: False" in out  # the ONNX cold process never imports torch

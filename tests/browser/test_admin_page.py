@@ -95,6 +95,7 @@ def test_relevancy_preview_slider_is_live_and_calibration_plots(
     page = watched.page
     _open_admin(page, server)
     page.locator("#admin-store").select_option("acme")
+    expect(page.locator("#store-stats")).not_to_have_attribute("aria-busy", "true")  # a late load hides previews
     page.get_by_label("Sample question").fill(SAMPLE)
     page.get_by_role("button", name="Preview").click()
     expect(page.locator("#preview-result")).to_be_visible()
@@ -152,7 +153,8 @@ def test_settings_show_the_servers_validation_messages(
 ) -> None:
     page = open_page().page
     _open_admin(page, server)
-    page.locator("#admin-store").select_option("acme")
+    page.locator("#admin-store").select_option("acme")  # reloads the store: its settings fill the form
+    expect(page.locator("#store-stats")).not_to_have_attribute("aria-busy", "true")
     page.get_by_label("Min threshold").fill("0.7")
     page.get_by_label("Max threshold").fill("0.2")
     page.get_by_role("button", name="Save settings").click()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -186,9 +185,9 @@ def test_defaults() -> None:
 
 
 def test_the_pool_holds_a_connection_per_thread_that_may_call_the_index() -> None:
-    graphql_threads = min(32, (os.cpu_count() or 1) + 4)  # asyncio.to_thread's default executor
-    assert Settings().opensearch_pool_maxsize == 16 + graphql_threads
-    assert Settings(server={"grpc_workers": 40}).opensearch_pool_maxsize == 40 + graphql_threads
+    assert Settings().opensearch_pool_maxsize == 16 + 16  # server.grpc_workers + server.graphql_workers
+    assert Settings(server={"grpc_workers": 40}).opensearch_pool_maxsize == 40 + 16
+    assert Settings(server={"graphql_workers": 3}).opensearch_pool_maxsize == 16 + 3
     assert opensearch_settings(pool_maxsize=7).opensearch_pool_maxsize == 7
 
 

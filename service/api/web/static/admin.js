@@ -82,11 +82,15 @@ async function loadStores() {
 
 async function loadStore() {
   let data;
+  const stats = $("store-stats");
+  stats.setAttribute("aria-busy", "true"); // until the form holds this store's settings
   try {
     data = await graphql(STORE, { storeId: storeId() });
   } catch (error) {
     failed(error);
     return;
+  } finally {
+    stats.removeAttribute("aria-busy");
   }
   showStore(data.store);
   state.preview = null;

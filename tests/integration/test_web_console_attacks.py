@@ -184,9 +184,9 @@ def test_grpc_and_sse_streams_share_max_streams(tmp_path: Path) -> None:
 
 
 def test_streams_within_max_streams_do_not_freeze_the_api(tmp_path: Path) -> None:
-    """As many askStreams as asyncio's default executor has threads (all within limits.max_streams): a plain
-    `{ stores { id } }` must still answer."""
-    threads = min(32, (os.cpu_count() or 1) + 4)  # asyncio's default executor
+    """As many askStreams as asyncio's default executor has threads, where resolvers ran before they got
+    ``server.graphql_workers`` (all within limits.max_streams): a plain `{ stores { id } }` must still answer."""
+    threads = min(32, (os.cpu_count() or 1) + 4)
     generator = PacedGenerator(pieces=160, pause_s=0.05)  # 8 s per answer
     app = build_world(
         tmp_path,

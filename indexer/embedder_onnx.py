@@ -33,14 +33,12 @@ from indexer.embedder import (
     Tokenizer,
     resolve_model_path,
 )
-from indexer.onnx_model import Exporter, OnnxExportError, cached_export
+from indexer.onnx_model import OUTPUT_NAME, Exporter, OnnxExportError, cached_export
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
 log = logging.getLogger(__name__)
-
-OUTPUT_NAME = "sentence_embedding"
 
 
 def default_threads() -> int:

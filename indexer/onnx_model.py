@@ -34,6 +34,16 @@ _CHUNK = 1 << 20
 
 #: Writes the ONNX export of the sentence-transformers model in the first folder to the second path.
 Exporter = Callable[[Path, Path], None]
+#: The graph's output: the sentence-transformers pipeline's vector, pooling and normalisation included.
+OUTPUT_NAME = "sentence_embedding"
+#: Texts of very different lengths that an export's vectors are checked on before it is accepted.
+PROBES = (
+    "a",
+    "How many vacation days do I get?",
+    "  Leading and trailing spaces, UPPER case, digits 12345 and ünïcödé.  ",
+    "The quick brown fox jumps over the lazy dog. " * 20,
+    "word " * 600,  # longer than the model reads: truncated
+)
 
 
 class OnnxExportError(Exception):

@@ -17,19 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from indexer.onnx_model import OnnxExportError
+from indexer.onnx_model import OUTPUT_NAME, PROBES, OnnxExportError
 
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
-OUTPUT_NAME = "sentence_embedding"
 #: Below this cosine with ``model.encode`` on any probe, an export is refused.
 MIN_COSINE = 0.999
-_PROBES = [
-    "a",
-    "How many vacation days do I get?",
-    "  Leading and trailing spaces, UPPER case, digits 12345 and ünïcödé.  ",
-    "The quick brown fox jumps over the lazy dog. " * 20,
-    "word " * 600,  # longer than the model reads: truncated
-]
 
 
 def export_with_torch(model_dir: Path, target: Path) -> None:
@@ -92,9 +84,9 @@ def _check(model: Any, target: Path, names: list[str]) -> None:
     import onnxruntime
 
     session = onnxruntime.InferenceSession(str(target), providers=["CPUExecutionProvider"])
-    features = model.tokenize(_PROBES)
+    features = model.tokenize(list(PROBES))
     got = session.run([OUTPUT_NAME], {name: features[name].numpy().astype(np.int64) for name in names})[0]
-    want = model.encode(_PROBES, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+    want = model.encode(list(PROBES), normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
     got = got / np.maximum(np.linalg.norm(got, axis=1, keepdims=True), 1e-12)
     cosine = float((got * want).sum(axis=1).min())
     if not cosine >= MIN_COSINE:

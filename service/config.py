@@ -170,7 +170,7 @@ class EmbeddingConfig(_Section):
     #: export cannot be made. ``torch``: sentence-transformers. Same vectors; see README "Embedder backends".
     backend: Literal["torch", "onnx"] = "onnx"
     #: ``int8``: the ONNX export's weights quantised to int8 per channel (``indexer/onnx_quantize.py``), checked
-    #: against fp32 and made once like the export: ~1.4x faster encoding, vectors at cosine ~0.995 to fp32,
+    #: against fp32 and made once like the export: ~1.6x faster encoding than fp32, vectors at cosine ~0.995 to fp32,
     #: hit@5 kept and hit@1 ~0.02 lower on the quality benchmark. Vectors of one store should come from one
     #: setting: switch on a new store or re-index (``docqa index --reindex``). ``none``: fp32.
     quantize: Literal["none", "int8"] = "none"

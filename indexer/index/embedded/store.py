@@ -172,7 +172,7 @@ class OpenStore:
             self.watch.known(seen)
             return
         self.watch.known(saved.signature)
-        covered = int(np.count_nonzero(rows.alive[: saved.graph.ntotal]))
+        covered = _live_in(rows, saved.graph)
         with self.lock.write():
             if self.closed or covered <= self._served_rows():
                 return
@@ -186,7 +186,7 @@ class OpenStore:
     def _served_rows(self) -> int:
         """Live rows the served graph covers (0 without one). Hold ``lock``."""
         graph = self.keeper.graph_for(self.rows)
-        return 0 if graph is None else int(np.count_nonzero(self.rows.alive[: graph.ntotal]))
+        return 0 if graph is None else _live_in(self.rows, graph)
 
     def _adopt_saved_graph(self, stored: StoredRows) -> RowTable:
         if self.path is None:
@@ -217,3 +217,8 @@ class OpenStore:
             self.closed = True
             with self.db_lock:
                 self.table.close()
+
+
+def _live_in(rows: RowTable, graph: HnswGraph) -> int:
+    """The live rows among those ``graph`` holds (its nodes are the first rows of ``rows``)."""
+    return int(np.count_nonzero(rows.alive[: graph.ntotal]))

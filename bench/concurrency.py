@@ -1,11 +1,12 @@
-"""Concurrent clients: retrieval-only questions over gRPC and GraphQL, with and without the question batcher.
+"""Concurrent clients: retrieval-only questions over gRPC and GraphQL, BM25 in SQLite's FTS5 vs from memory.
 
 A store of ``--chunks`` chunks (synthetic 384-d vectors: indexed with a hashing fake embedder under the
 packaged model's name) is served in-process by the real servers, and every question is embedded by the
-real all-MiniLM-L6-v2 (torch, CPU). Clients run in a separate process (threads, one connection each) so
-they do not share the server's interpreter. For 1, 4, 16 and 64 clients, each for ``--seconds``, it prints
-req/s and p50/p99 latency, per transport, with ``query_batching`` off (each question its own encoder call)
-and on (concurrent questions in one call), then throughput at 16 clients ÷ 1 client.
+real all-MiniLM-L6-v2 (the configured backend, ONNX by default). Clients run in a separate process (threads,
+one connection each) so they do not share the server's interpreter. For 1, 4, 16 and 64 clients, each for
+``--seconds``, it prints req/s and p50/p99 latency, per transport, for the server as ``docqa serve`` runs it
+(``query_batching`` on) with BM25 ranked by FTS5 (the baseline: ``index.lexicon_max_postings: 0``) and from the
+in-memory copy of the full-text index (the default), then throughput at 16 clients ÷ 1 client for each.
 
     python bench/concurrency.py --chunks 20000 --seconds 4
 """
@@ -158,7 +159,10 @@ def measure(transport: str, address: str, token: str, count: int, seconds: float
     return {"rps": len(latencies) / seconds, "p50": p50 * 1000, "p99": p99 * 1000, "errors": errors, "wall": elapsed}
 
 
-def serve_and_measure(data_dir: Path, batching: bool, levels: list[int], seconds: float) -> dict[tuple[str, int], Any]:
+MODES = {"fts5": 0, "memory": 25_000_000}  # index.lexicon_max_postings
+
+
+def serve_and_measure(data_dir: Path, mode: str, levels: list[int], seconds: float) -> dict[tuple[str, int], Any]:
     from service.api.graphql.schema import GraphQLServices
     from service.api.grpc.server import services_for, start_grpc
     from service.api.http import start_http
@@ -166,9 +170,11 @@ def serve_and_measure(data_dir: Path, batching: bool, levels: list[int], seconds
     from service.observability.metrics import Metrics
     from service.security.tokens import mint_token
 
-    app = build_app(settings(data_dir))
-    if batching:
-        app.batch_questions()
+    base = settings(data_dir)
+    index = base.index.model_copy(update={"lexicon_max_postings": MODES[mode]})
+    app = build_app(base.model_copy(update={"index": index}))
+    app.batch_questions()
+    app.keep_lexicons()
     app.embedder().embed_query("warm up")  # the model loads here, not inside a measurement
     services = services_for(app, Metrics())
     grpc_server = start_grpc(services, "127.0.0.1", 0)
@@ -183,21 +189,24 @@ def serve_and_measure(data_dir: Path, batching: bool, levels: list[int], seconds
     try:
         for transport, address in addresses.items():
             measure(transport, address, token, 4, 3.0)  # warm-up: the model, the graph, the connections
+            waited = time.monotonic()
+            while mode == "memory" and not app.index.stats(STORE).lexicon_reads:  # type: ignore[attr-defined]
+                if time.monotonic() - waited > 300:
+                    raise SystemExit("the in-memory copy of the full-text index was not read within 300 s")
+                time.sleep(0.1)
             for count in levels:
                 results[(transport, count)] = measure(transport, address, token, count, seconds)
                 row = results[(transport, count)]
                 print(
-                    f"  batching {'on ' if batching else 'off'} {transport:<8} {count:>3} clients  "
+                    f"  {mode:<6} {transport:<8} {count:>3} clients  "
                     f"{row['rps']:7.1f} req/s  p50 {row['p50']:7.1f} ms  p99 {row['p99']:7.1f} ms  "
                     f"errors {row['errors']}",
                     flush=True,
                 )
         embedder = app.embedder()
-        if batching:
-            batches, questions = getattr(embedder, "batches", 0), getattr(embedder, "questions", 0)
-            print(
-                f"  batcher: {questions} questions in {batches} encoder calls ({questions / max(batches, 1):.1f} each)"
-            )
+        batches, questions = getattr(embedder, "batches", 0), getattr(embedder, "questions", 0)
+        print(f"  batcher: {questions} questions in {batches} encoder calls ({questions / max(batches, 1):.1f} each)")
+        print(f"  BM25 last ranked by: {app.index.stats(STORE).last_lexical}")  # type: ignore[attr-defined]
     finally:
         http_server.stop()
         grpc_server.stop(0)
@@ -244,25 +253,23 @@ def main() -> None:
     chunks = build_store(args.data_dir, args.chunks)
     print(f"store {STORE}: {chunks} chunks (ready in {time.monotonic() - started:.0f} s)", flush=True)
     encoder_ratio(args.data_dir)
-    table = {mode: serve_and_measure(args.data_dir, mode, levels, args.seconds) for mode in (False, True)}
+    table = {mode: serve_and_measure(args.data_dir, mode, levels, args.seconds) for mode in MODES}
     print()
     print(
-        f"{'transport':<9} {'clients':>7} | {'off: req/s':>10} {'p50':>7} {'p99':>7} | "
-        f"{'on: req/s':>9} {'p50':>7} {'p99':>7}"
+        f"{'transport':<9} {'clients':>7} | {'fts5: req/s':>11} {'p50':>7} {'p99':>7} | "
+        f"{'memory: req/s':>13} {'p50':>7} {'p99':>7} | {'req/s x':>7}"
     )
     for transport in ("grpc", "graphql"):
         for count in levels:
-            off, on = table[False][(transport, count)], table[True][(transport, count)]
+            old, new = table["fts5"][(transport, count)], table["memory"][(transport, count)]
             print(
-                f"{transport:<9} {count:>7} | {off['rps']:10.1f} {off['p50']:7.1f} {off['p99']:7.1f} | "
-                f"{on['rps']:9.1f} {on['p50']:7.1f} {on['p99']:7.1f}"
+                f"{transport:<9} {count:>7} | {old['rps']:11.1f} {old['p50']:7.1f} {old['p99']:7.1f} | "
+                f"{new['rps']:13.1f} {new['p50']:7.1f} {new['p99']:7.1f} | {new['rps'] / old['rps']:7.2f}"
             )
     if 1 in levels and 16 in levels:
         for transport in ("grpc", "graphql"):
-            ratios = [
-                table[mode][(transport, 16)]["rps"] / table[mode][(transport, 1)]["rps"] for mode in (False, True)
-            ]
-            print(f"{transport}: throughput 16 clients ÷ 1 client: batching off {ratios[0]:.2f}x, on {ratios[1]:.2f}x")
+            ratios = [table[mode][(transport, 16)]["rps"] / table[mode][(transport, 1)]["rps"] for mode in MODES]
+            print(f"{transport}: throughput 16 clients ÷ 1 client: fts5 {ratios[0]:.2f}x, memory {ratios[1]:.2f}x")
 
 
 if __name__ == "__main__":

@@ -111,6 +111,9 @@ def main() -> None:
     parser.add_argument("--no-calibrate", action="store_true", help="skip the calibrated run")
     parser.add_argument("--store", default=STORE, help=f"store id in the data directory (default {STORE})")
     parser.add_argument("--no-index", action="store_true", help="use the store as it is (already indexed)")
+    parser.add_argument(
+        "--lexicon-in-memory", action="store_true", help="BM25 from the in-memory copy, as docqa serve ranks it"
+    )
     args = parser.parse_args()
 
     questions = load_questions(args.questions)
@@ -120,6 +123,11 @@ def main() -> None:
     app = build_app(load_settings(None, data_dir=args.data_dir / "data"))
     store = app.repository.get_store(args.store)
     assert store is not None
+    if args.lexicon_in_memory:
+        app.keep_lexicons()
+        app.index.lexical(args.store, "warm up", 1, None)
+        while not getattr(app.index.stats(args.store), "lexicon_reads", 0):  # type: ignore[attr-defined]
+            time.sleep(0.1)
     original = {"fusion": store.fusion, "min_threshold": store.min_threshold, "max_threshold": store.max_threshold}
     counts = app.index.count(args.store)
     print(

@@ -181,6 +181,17 @@ class App:
         with self._lock:
             self._batch_questions = True
 
+    def keep_lexicons(self) -> None:
+        """Rank BM25 from memory on the embedded index from now on (``docqa serve``; ``index.lexicon_max_postings``).
+
+        A one-shot CLI question would read a store's whole full-text index to use it once, so only a server does.
+        """
+        index = self.index
+        from indexer.index.embedded.index import EmbeddedIndex
+
+        if isinstance(index, EmbeddedIndex):
+            index.keep_lexicons(self.settings.index.lexicon_max_postings)
+
     def _build_embedder(self, name: str) -> Embedder:
         config = self.settings.embedding
         if config.backend == "onnx" and config.device in (None, "cpu"):

@@ -55,3 +55,14 @@ class TestEmbeddedIndexHnsw(IndexContract):
         index = EmbeddedIndex(tmp_path / "index", planner=ALWAYS_HNSW, background=False)
         yield index
         index.close()
+
+
+class TestEmbeddedIndexLexiconInMemory(IndexContract):
+    """As ``docqa serve`` runs it: BM25 ranked from the in-memory copy of the full-text index."""
+
+    @pytest.fixture
+    def index(self, tmp_path: Path) -> Iterator[Index]:
+        index = EmbeddedIndex(tmp_path / "index", background=False)
+        index.keep_lexicons(10**9)
+        yield index
+        index.close()

@@ -9,7 +9,8 @@ graph searched with the efSearch its calibration says the filter needs
 (``embedded_search.Planner``, ``hnsw_policy``), falling back to exact rather
 than return fewer than ``k`` hits; the graph is built in the background once
 queries have shown it is worth its cost (``embedded_graph``). ``lexical`` is
-BM25 over the file's FTS5 index with the same filter mask (``embedded.lexical``).
+BM25 over the file's FTS5 index with the same filter mask (``embedded.lexical``),
+ranked from an in-memory copy of that index where ``keep_lexicons`` asks for one.
 """
 
 from __future__ import annotations
@@ -62,8 +63,18 @@ class EmbeddedIndex(Index):
         self._planner = planner or Planner()
         self._background = background
         self._stores: dict[str, OpenStore] = {}
+        self._lexicon_postings = 0
         self._registry = threading.Lock()
         self._closed = False
+
+    def keep_lexicons(self, max_postings: int) -> None:
+        """BM25 from in-memory copies of stores' full-text indexes up to ``max_postings`` pairs; 0: FTS5 only."""
+        if type(max_postings) is not int or max_postings < 0:
+            raise InvalidArgument(f"max_postings must be a non-negative integer, got {max_postings!r}")
+        with self._registry:
+            self._lexicon_postings = max_postings
+            for store in self._stores.values():
+                store.lexicons.budget(max_postings)
 
     # -- stores ---------------------------------------------------------------
 
@@ -88,7 +99,8 @@ class EmbeddedIndex(Index):
             if path is not None:
                 private_dir(path.parent)
             table = ChunkTable.create(path, store.dimension)
-            self._stores[store.store_id] = OpenStore(table, path, self._planner, self._background)
+            opened = OpenStore(table, path, self._planner, self._background, self._lexicon_postings)
+            self._stores[store.store_id] = opened
 
     def drop(self, store_id: str) -> None:
         store = self._open(store_id)
@@ -134,6 +146,9 @@ class EmbeddedIndex(Index):
                 reloads=store.reloads,
                 catch_ups=store.catch_ups,
                 graph_adoptions=store.graph_adoptions,
+                lexicon_reads=store.lexicons.reads,
+                lexicon_pairs=store.lexicons.pairs,
+                last_lexical=store.last_lexical,
             )
 
     # -- writes ---------------------------------------------------------------
@@ -295,7 +310,7 @@ class EmbeddedIndex(Index):
             table = None if path is None else ChunkTable.open(path)
             if table is None:
                 raise NotFound(f"store {store_id!r} does not exist")
-            store = OpenStore(table, path, self._planner, self._background)
+            store = OpenStore(table, path, self._planner, self._background, self._lexicon_postings)
             self._stores[store_id] = store
             return store
 

@@ -1,4 +1,9 @@
-"""Lexical (BM25) search in the embedded index: SQLite FTS5 ranks, the in-memory filter mask decides.
+"""Lexical (BM25) search in the embedded index: FTS5's ranking, the in-memory filter mask decides.
+
+Where the store keeps an in-memory copy of its full-text index (``docqa serve``;
+``lexicon``, ``lexicon_keeper``) that holds exactly the store's rows, the copy
+ranks: the same scores as FTS5, every readable matching row scored in numpy,
+no ``MAX_RANKED`` bound. Otherwise FTS5 ranks, as follows.
 
 The filter is applied inside the search, as ``knn`` applies it. When few rows
 pass it (at most a quarter of the store), FTS5 ranks those rows alone (their
@@ -18,6 +23,7 @@ that hold a word of the question (``bench/lexical.py``).
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import threading
 import weakref
 from collections.abc import Iterator
@@ -28,6 +34,7 @@ import numpy as np
 from acl.errors import IndexUnavailable, InvalidArgument, NotFound
 from indexer.index.embedded.filters import filter_mask
 from indexer.index.embedded.fulltext import match_expression
+from indexer.index.embedded.lexicon import phrase_tokens
 from indexer.index.embedded.rows import Mask, Rows, RowTable
 from indexer.index.embedded.sqlite import ChunkTable
 from indexer.index.embedded.store import OpenStore
@@ -55,7 +62,8 @@ def lexical_search(store: OpenStore, store_id: str, text: str, k: int, filter_: 
         raise InvalidArgument(f"k must be a positive integer, got {k!r}")
     if filter_ is not None:
         validate(filter_)
-    match = match_expression(query_terms(text))
+    terms = query_terms(text)
+    match = match_expression(terms)
     for _ in range(_RETRIES):
         store.refresh()
         with store.lock.read():
@@ -65,8 +73,11 @@ def lexical_search(store: OpenStore, store_id: str, text: str, k: int, filter_: 
             mask = filter_mask(filter_, rows)
             if not match or not mask.any():
                 return []
+            found = _from_lexicon(store, rows, mask, terms, k)
+            store.last_lexical = "fts5" if found is None else "memory"
             with store.db_lock:
-                found = _ranked_allowed(store.table, rows, mask, match, k)
+                if found is None:
+                    found = _ranked_allowed(store.table, rows, mask, match, k)
                 records = {} if found is None else store.table.fetch([seq for _, seq, _ in found])
             if found is not None and len(records) == len(found):
                 return [
@@ -75,6 +86,31 @@ def lexical_search(store: OpenStore, store_id: str, text: str, k: int, filter_: 
                 ]
         store.stale = True  # the database holds rows the memory does not: another process wrote
     raise IndexUnavailable("the embedded index kept changing during the search; retry")
+
+
+def _from_lexicon(store: OpenStore, rows: RowTable, mask: Mask, terms: list[str], k: int) -> _Ranked | None:
+    """The best ``k`` (row, seq, score) passing ``mask`` from the store's in-memory copy of its full-text
+    index, ranked as FTS5 ranks them; None when there is no copy of exactly these rows (FTS5 answers)."""
+    tokens = phrase_tokens(terms)
+    if tokens is None:
+        return None
+    seqs_sorted, rows_sorted = _seq_index(rows)
+    lexicon = store.lexicons.lexicon_for(seqs_sorted, (rows.generation, rows.n, rows.dead))
+    if lexicon is None:
+        return None
+    scores = lexicon.scores(tokens)
+    hits = np.flatnonzero(scores > 0.0)
+    hits = hits[mask[rows_sorted[hits]]]
+    if len(hits) > k:  # the rows above the k-th score, then the tied ones with the smallest chunk ids
+        kth = np.partition(scores[hits], len(hits) - k)[len(hits) - k]
+        tied = hits[scores[hits] == kth]
+        hits = hits[scores[hits] > kth]
+        if len(tied) > k - len(hits):  # formulaic texts tie in bulk: no sort of every tied row
+            ids = [rows.chunk_ids[row] for row in rows_sorted[tied].tolist()]
+            tied = tied[heapq.nsmallest(k - len(hits), range(len(ids)), key=ids.__getitem__)]
+        hits = np.concatenate([hits, tied])
+    kept = list(zip(rows_sorted[hits].tolist(), seqs_sorted[hits].tolist(), scores[hits].tolist(), strict=True))
+    return _by_score_then_id(kept, rows)[:k]
 
 
 def _ranked_allowed(table: ChunkTable, rows: RowTable, mask: Mask, match: str, k: int) -> _Ranked | None:

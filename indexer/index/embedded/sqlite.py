@@ -9,7 +9,9 @@ second process (the CLI) reads committed data while a server writes.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
+import threading
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,9 +26,12 @@ from acl.model import Acl
 from indexer.index.attributes import from_millis, frozen_metadata, metadata_pairs, to_millis
 from indexer.index.embedded import changes
 from indexer.index.embedded.fulltext import ensure_fulltext, ranked
+from indexer.index.embedded.lexicon import Lexicon, postings_in, read_lexicon
 from indexer.index.embedded.rows import RowAttributes
 from indexer.index.port import ChunkRecord
 from indexer.private_files import private_file
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "1"
 
@@ -349,6 +354,19 @@ class ChunkTable:
                 found[int(row[0])] = _decode_meta(row)
         return found
 
+    def lexicon(self, max_postings: int, cancel: threading.Event) -> Lexicon | None:
+        """The FTS5 index in memory (``lexicon``); None when it holds more than ``max_postings`` pairs."""
+        return _read_lexicon(self._conn, max_postings, cancel)
+
+    @classmethod
+    def lexicon_of(cls, path: Path, max_postings: int, cancel: threading.Event) -> Lexicon | None:
+        """``lexicon`` of the store at ``path``, over a connection of its own (no other is held meanwhile)."""
+        conn = _connect(path, create=False)
+        try:
+            return _read_lexicon(conn, max_postings, cancel)
+        finally:
+            conn.close()
+
     def ranked(
         self, match: str, limit: int, among: Sequence[int] | None = None
     ) -> Generator[list[tuple[int, float]], None, None]:
@@ -406,6 +424,19 @@ def _connect(path: Path | None, *, create: bool) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise IndexUnavailable(f"cannot open the embedded index at {path}: {exc}") from exc
     return conn
+
+
+def _read_lexicon(conn: sqlite3.Connection, max_postings: int, cancel: threading.Event) -> Lexicon | None:
+    conn.set_progress_handler(lambda: int(cancel.is_set()), 100_000)  # a set ``cancel`` interrupts the read
+    try:
+        with _transaction(conn, "BEGIN"):  # one snapshot for the rows, their sizes and the postings
+            pairs = postings_in(conn)
+            if pairs > max_postings:
+                log.info("BM25 stays in SQLite: %d (token, row) pairs, over the budget of %d", pairs, max_postings)
+                return None
+            return read_lexicon(conn)
+    finally:
+        conn.set_progress_handler(None, 0)
 
 
 def _missing_columns(conn: sqlite3.Connection) -> list[tuple[str, str]]:

@@ -17,6 +17,8 @@ from indexer.index.embedded.graph_file import Signature
 from indexer.index.embedded.graph_watch import GraphWatch
 from indexer.index.embedded.hnsw import HnswGraph
 from indexer.index.embedded.layout import append_stored, rows_along, rows_from
+from indexer.index.embedded.lexicon import Lexicon
+from indexer.index.embedded.lexicon_keeper import LexiconKeeper
 from indexer.index.embedded.rows import RowTable
 from indexer.index.embedded.rwlock import RWLock
 from indexer.index.embedded.search import Planner
@@ -46,7 +48,9 @@ class OpenStore:
     one served (or its absence) while the store was open.
     """
 
-    def __init__(self, table: ChunkTable, path: Path | None, planner: Planner, background: bool) -> None:
+    def __init__(
+        self, table: ChunkTable, path: Path | None, planner: Planner, background: bool, lexicon_postings: int = 0
+    ) -> None:
         self.table = table
         self.path = path
         self.identity = file_identity(path)
@@ -55,6 +59,8 @@ class OpenStore:
         self._planner = planner
         self._background = background
         self.keeper = GraphKeeper(planner, background)
+        self.lexicons = LexiconKeeper(self._read_lexicon, background)
+        self.lexicons.budget(lexicon_postings)
         self.watch = None if path is None else GraphWatch(graph_file.graph_path(path), planner.graph_file_check_s)
         with self.db_lock:
             stored = table.load()
@@ -66,6 +72,7 @@ class OpenStore:
         self.catch_ups = 0
         self.graph_adoptions = 0
         self.last_plan: str | None = None
+        self.last_lexical: str | None = None
         self.plans: Counter[str] = Counter()
 
     @property
@@ -208,9 +215,16 @@ class OpenStore:
         self.keeper.adopt(saved.graph, rows.generation)
         return rows
 
+    def _read_lexicon(self, max_postings: int, cancel: threading.Event) -> Lexicon | None:
+        if self.path is None:
+            with self.db_lock:
+                return None if self.closed else self.table.lexicon(max_postings, cancel)
+        return ChunkTable.lexicon_of(self.path, max_postings, cancel)
+
     def close(self) -> None:
-        """Stop graph work and close the connection."""
+        """Stop graph and lexicon work and close the connection."""
         self.keeper.stop()
+        self.lexicons.stop()
         if self.watch is not None:
             self.watch.join()
         with self.lock.write():

@@ -27,6 +27,7 @@ def cmd_serve(args: argparse.Namespace, app: Any) -> int:
     # not answer yet is logged and served anyway (/readyz tells the orchestrator).
     app.check_index_server()
     app.batch_questions()  # concurrent callers' questions share encoder calls (query_batching)
+    app.keep_lexicons()  # BM25 from memory (index.lexicon_max_postings)
     purge_history(app)  # history.retention_days, at every start (and hourly below)
     services = services_for(app, Metrics())
     config = app.settings.server

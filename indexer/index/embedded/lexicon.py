@@ -1,0 +1,171 @@
+"""A store's full-text index copied into memory, ranked as FTS5's ``bm25()`` ranks it, bit for bit.
+
+FTS5 scores every matching row through its auxiliary-function API before the
+first comes back: about 1.5 µs a row, so a question whose words are in most
+of a store's chunks pays tens of milliseconds. This copy holds, per token,
+the rows that contain it (as positions in the sorted seqs) and the token's
+weighted frequency there (``fulltext.WEIGHTS`` per column), plus each row's
+size in tokens, so a question costs one vectorised pass per word over that
+word's rows.
+
+Nothing here tokenizes on its own: the postings are read from FTS5's own
+index (``fts5vocab``), and a question's words are tokenized by FTS5 too (a
+private in-memory FTS5 table with the same tokenizer), so the tokens are the
+ones FTS5 would match. The score is FTS5's formula (``fts5_aux.c``, k1 1.2,
+b 0.75, IDF floored at 1e-6) evaluated in the same order in float64, so it is
+the same number, and ties are ordered by chunk id as ``lexical`` orders them.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
+
+from indexer.index.embedded.fulltext import TOKENIZER, WEIGHTS
+
+K1 = 1.2  # FTS5's bm25() constants
+B = 0.75
+_IDF_FLOOR = 1e-6
+
+_COLUMNS = ("text", "title", "heading_path")  # fulltext's columns, in WEIGHTS' order
+_COLUMN_WEIGHT = " ".join(f"WHEN '{column}' THEN {weight!r}" for column, weight in zip(_COLUMNS, WEIGHTS, strict=True))
+_VOCAB = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.lexicon_vocab USING fts5vocab(main, chunks_fts, instance)"
+# One row per token: its rows' seqs, token counts and weighted frequencies as aligned comma-separated lists
+# (parsed in numpy, not row by row in Python: the inner query's rows are the store's (token, row) pairs).
+_POSTINGS = f"""
+    SELECT term, group_concat(doc), group_concat(n), group_concat(f) FROM (
+        SELECT term, doc, count(*) AS n, sum(CASE col {_COLUMN_WEIGHT} ELSE 1.0 END) AS f
+        FROM temp.lexicon_vocab GROUP BY term, doc
+    ) GROUP BY term
+"""
+_PAIRS = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.lexicon_rows USING fts5vocab(main, chunks_fts, row)"
+
+Floats = npt.NDArray[np.float64]
+Positions = npt.NDArray[np.int32]
+
+
+@dataclass(frozen=True, slots=True)
+class Lexicon:
+    """FTS5's index of one store as one read transaction saw it. Immutable; shared by queries."""
+
+    seqs: npt.NDArray[np.int64]  # every indexed row's seq, sorted: a posting's position indexes it
+    sizes: Floats  # tokens per row, all columns
+    avgdl: float
+    spans: dict[str, tuple[int, int]]  # token -> [start, end) in positions/freqs
+    positions: Positions
+    freqs: npt.NDArray[np.float32]  # weighted frequency (small integers: exact in float32)
+
+    @property
+    def postings(self) -> int:
+        return len(self.positions)
+
+    def scores(self, tokens: Sequence[str]) -> Floats:
+        """Per row (``seqs`` order), FTS5's bm25() of the query whose phrases are ``tokens``, negated
+        back to higher-is-better; 0.0 where no token occurs."""
+        rows = len(self.seqs)
+        scores = np.zeros(rows, np.float64)
+        for token in tokens:
+            start, end = self.spans.get(token, (0, 0))
+            hits = end - start
+            idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+            if idf <= 0.0:
+                idf = _IDF_FLOOR
+            if hits == 0:
+                continue  # adds idf * 0.0: nothing
+            at = self.positions[start:end]
+            freq = self.freqs[start:end].astype(np.float64)
+            # fts5Bm25Function: idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))), in this order.
+            scores[at] += idf * ((freq * (K1 + 1.0)) / (freq + K1 * ((1 - B) + B * self.sizes[at] / self.avgdl)))
+        return scores
+
+
+def postings_in(conn: sqlite3.Connection) -> int:
+    """How many (token, row) pairs the store's FTS5 index holds: the size of its ``Lexicon`` (cheap)."""
+    conn.execute(_PAIRS)
+    return int(conn.execute("SELECT coalesce(sum(doc), 0) FROM temp.lexicon_rows").fetchone()[0])
+
+
+def read_lexicon(conn: sqlite3.Connection) -> Lexicon:
+    """The store's FTS5 index as one read transaction sees it (call inside one)."""
+    conn.execute(_VOCAB)
+    seqs = np.fromiter((int(row[0]) for row in conn.execute("SELECT id FROM chunks_fts_docsize")), np.int64)
+    seqs.sort()
+    sizes = np.zeros(len(seqs), np.float64)
+    spans: dict[str, tuple[int, int]] = {}
+    parts_at: list[Positions] = []
+    parts_f: list[npt.NDArray[np.float32]] = []
+    start = 0
+    for term, docs, counts, freqs in conn.execute(_POSTINGS):
+        at = np.searchsorted(seqs, _numbers(docs).astype(np.int64)).astype(np.int32)
+        sizes += np.bincount(at, weights=_numbers(counts), minlength=len(seqs))
+        parts_at.append(at)
+        parts_f.append(_numbers(freqs).astype(np.float32))
+        spans[str(term)] = (start, start + len(at))
+        start += len(at)
+    total = float(sizes.sum())
+    return Lexicon(
+        seqs=seqs,
+        sizes=sizes,
+        avgdl=total / len(seqs) if len(seqs) else 1.0,
+        spans=spans,
+        positions=np.concatenate(parts_at) if parts_at else np.zeros(0, np.int32),
+        freqs=np.concatenate(parts_f) if parts_f else np.zeros(0, np.float32),
+    )
+
+
+def _numbers(listed: str | int | float) -> Floats:
+    # group_concat of one value is that value's text; of several, comma-separated decimals.
+    return np.array(str(listed).split(","), dtype=np.float64)
+
+
+class _Tokenizer:
+    """FTS5's tokenizer on a private in-memory table: a question's words become the tokens FTS5 matches."""
+
+    def __init__(self) -> None:
+        self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self._conn.execute(f"CREATE VIRTUAL TABLE words USING fts5(word, tokenize='{TOKENIZER}')")
+        self._conn.execute("CREATE VIRTUAL TABLE tokens USING fts5vocab(words, instance)")
+        self._lock = threading.Lock()
+
+    def tokens(self, word: str) -> tuple[str, ...]:
+        with self._lock:
+            self._conn.execute("INSERT INTO words (rowid, word) VALUES (1, ?)", (word,))
+            try:
+                found = self._conn.execute("SELECT term FROM tokens ORDER BY offset").fetchall()
+            finally:
+                self._conn.execute("DELETE FROM words")
+        return tuple(str(row[0]) for row in found)
+
+
+_tokenizer: _Tokenizer | None = None
+_tokenizer_lock = threading.Lock()
+
+
+@lru_cache(maxsize=65536)
+def word_tokens(word: str) -> tuple[str, ...]:
+    """The tokens FTS5 makes of ``word`` (one for a plain word; its Porter stem, case and diacritics folded)."""
+    global _tokenizer
+    with _tokenizer_lock:
+        if _tokenizer is None:
+            _tokenizer = _Tokenizer()
+        tokenizer = _tokenizer
+    return tokenizer.tokens(word)
+
+
+def phrase_tokens(terms: Sequence[str]) -> list[str] | None:
+    """The token of each query word, in order (FTS5's phrases); None when a word is not exactly one token
+    (FTS5 would match it as a phrase of adjacent tokens, which the postings cannot answer)."""
+    tokens: list[str] = []
+    for term in terms:
+        made = word_tokens(term)
+        if len(made) != 1:
+            return None
+        tokens.append(made[0])
+    return tokens

@@ -1,0 +1,164 @@
+"""BM25 from the in-memory copy of a store's full-text index: the same hits, order and scores as FTS5,
+never a row the caller cannot read, never a row the copy has not seen or that is gone."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from acl.model import Acl
+from indexer.index.embedded.index import EmbeddedIndex
+from indexer.index.embedded.lexicon import phrase_tokens
+from indexer.index.filters import acl_filter
+from indexer.index.port import SearchHit, StoreSpec
+from tests.contract.index_contract import DIM, chunk, random_vectors
+
+STORE = "lex"
+EVERYONE = acl_filter(["group:everyone"])
+# Stems that meet (run/running/runs), folded case and diacritics, digits, a letter SQLite's tables
+# postdate, words in most chunks (low IDF) and words in few.
+WORDS = [
+    "run", "running", "runs", "carried", "carry", "naïve", "NAIVE", "Straße", "x²", "2024", "ab\uab70cd",
+    "vacation", "vacations", "policy", "budget", "office", "the", "and", "walrus", "replication", "WAL",
+]  # fmt: skip
+GROUPS = ["group:a", "group:b", "group:c", "group:everyone"]
+USERS = ["user:u1", "user:u2"]
+
+
+def hits_of(found: list[SearchHit]) -> list[tuple[str, float]]:
+    return [(hit.chunk.chunk_id, hit.score) for hit in found]
+
+
+def both(index: EmbeddedIndex, question: str, k: int, filter_: dict[str, object]) -> tuple[list[object], ...]:
+    """(FTS5's hits, the in-memory copy's hits) for the same search; the copy's must have served."""
+    index.keep_lexicons(0)
+    fts5 = hits_of(index.lexical(STORE, question, k, filter_))
+    assert index.stats(STORE).last_lexical in (None, "fts5")
+    index.keep_lexicons(10**9)
+    memory = hits_of(index.lexical(STORE, question, k, filter_))
+    if memory:
+        assert index.stats(STORE).last_lexical == "memory"
+    return fts5, memory
+
+
+documents = st.lists(
+    st.tuples(
+        st.lists(st.sampled_from(WORDS), min_size=0, max_size=30),  # text
+        st.lists(st.sampled_from(WORDS), max_size=3),  # title
+        st.lists(st.sampled_from(GROUPS), min_size=1, max_size=2),  # allow
+        st.lists(st.sampled_from(USERS), max_size=1),  # deny
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    documents,
+    st.lists(st.sampled_from([*WORDS, "absent"]), min_size=1, max_size=5),
+    st.lists(st.sampled_from(GROUPS + USERS), min_size=1, max_size=3),
+    st.integers(1, 8),
+    st.lists(st.integers(0, 24), max_size=4),  # documents deleted after indexing
+)
+def test_the_copy_ranks_exactly_as_fts5_and_only_readable_rows(
+    docs: list[tuple[list[str], list[str], list[str], list[str]]],
+    question: list[str],
+    principals: list[str],
+    k: int,
+    deleted: list[int],
+) -> None:
+    index = EmbeddedIndex(None, background=False)
+    try:
+        index.ensure(StoreSpec(STORE, DIM))
+        vectors = random_vectors(len(docs), seed=len(docs))
+        for i, (text, title, allow, deny) in enumerate(docs):
+            record = chunk(f"d{i}", 0, vectors[i], allow=tuple(allow), deny=tuple(deny), text=" ".join(text) or "-")
+            index.upsert(STORE, [dataclasses.replace(record, title=" ".join(title))])
+        for i in deleted:
+            if i < len(docs):
+                index.delete_document(STORE, f"d{i}")
+        caller = acl_filter(principals)
+        fts5, memory = both(index, " ".join(question), k, caller)
+        assert memory == fts5  # the same chunks, in the same order, with the same float scores
+        who = frozenset(principals)
+        readable = {f"d{i}#0" for i, (_, _, allow, deny) in enumerate(docs) if Acl.of(allow, deny).permits(who)}
+        gone = {f"d{i}#0" for i in deleted}
+        assert {chunk_id for chunk_id, _ in memory} <= readable - gone
+    finally:
+        index.close()
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "index"
+
+
+@pytest.fixture
+def server(data_dir: Path) -> Iterator[EmbeddedIndex]:
+    opened = EmbeddedIndex(data_dir, background=False)
+    opened.ensure(StoreSpec(STORE, DIM))
+    opened.keep_lexicons(10**9)
+    yield opened
+    opened.close()
+
+
+def test_another_process_writes_are_ranked_never_a_stale_copy(server: EmbeddedIndex, data_dir: Path) -> None:
+    vectors = random_vectors(4, seed=5)
+    server.upsert(STORE, [chunk(f"d{i}", 0, vectors[i], text=f"walrus colony {i}") for i in range(3)])
+    assert sorted(c for c, _ in hits_of(server.lexical(STORE, "walrus", 10, EVERYONE))) == ["d0#0", "d1#0", "d2#0"]
+    reads = server.stats(STORE).lexicon_reads
+    assert server.stats(STORE).last_lexical == "memory" and reads >= 1
+    writer = EmbeddedIndex(data_dir)  # another process: the CLI indexer
+    try:
+        writer.upsert(STORE, [chunk("d3", 0, vectors[3], text="walrus walrus walrus")])
+        writer.delete_document(STORE, "d0")
+        writer.set_document_acl(STORE, "d1", Acl.of(["group:staff"]))
+    finally:
+        writer.close()
+    found = hits_of(server.lexical(STORE, "walrus", 10, EVERYONE))
+    assert [c for c, _ in found] == ["d3#0", "d2#0"]  # the new one first; the deleted and revoked ones gone
+    stats = server.stats(STORE)
+    assert stats.last_lexical == "memory" and stats.lexicon_reads == reads + 1
+    fts5, memory = both(server, "walrus colony", 10, acl_filter(["group:everyone", "group:staff"]))
+    assert memory == fts5 and len(memory) == 3
+
+
+def test_a_store_over_the_budget_keeps_fts5(server: EmbeddedIndex) -> None:
+    server.upsert(STORE, [chunk(f"d{i}", 0, v, text=f"narwhal tusk {i}") for i, v in enumerate(random_vectors(3, 7))])
+    server.keep_lexicons(5)  # 3 chunks hold more (token, chunk) pairs than that
+    found = hits_of(server.lexical(STORE, "narwhal", 10, EVERYONE))
+    stats = server.stats(STORE)
+    assert len(found) == 3 and stats.last_lexical == "fts5" and stats.lexicon_pairs == 0
+    server.keep_lexicons(1000)
+    assert hits_of(server.lexical(STORE, "narwhal", 10, EVERYONE)) == found
+    assert server.stats(STORE).last_lexical == "memory" and server.stats(STORE).lexicon_pairs > 5
+
+
+def test_off_by_default_and_in_the_background_when_on(data_dir: Path) -> None:
+    index = EmbeddedIndex(data_dir)  # background=True, as a server runs it
+    try:
+        index.ensure(StoreSpec(STORE, DIM))
+        index.upsert(STORE, [chunk(f"d{i}", 0, v, text=f"orca pod {i}") for i, v in enumerate(random_vectors(5, 9))])
+        expected = hits_of(index.lexical(STORE, "orca", 3, EVERYONE))
+        assert index.stats(STORE).last_lexical == "fts5" and index.stats(STORE).lexicon_reads == 0
+        index.keep_lexicons(10**6)
+        assert hits_of(index.lexical(STORE, "orca", 3, EVERYONE)) == expected  # FTS5 while the copy is read
+        for _ in range(500):
+            if index.stats(STORE).lexicon_reads:
+                break
+            index._stores[STORE].lexicons._worker.join(0.01)  # type: ignore[union-attr]
+        assert hits_of(index.lexical(STORE, "orca", 3, EVERYONE)) == expected
+        assert index.stats(STORE).last_lexical == "memory"
+    finally:
+        index.close()
+
+
+def test_a_word_fts5_splits_is_left_to_fts5() -> None:
+    assert phrase_tokens(["running", "Naïve"]) == ["run", "naiv"]
+    assert phrase_tokens(["x·y"]) is None  # two tokens: FTS5 matches them as a phrase, the copy cannot

@@ -39,6 +39,7 @@ from service.api.graphql.console import DocumentInfo, RelevancyPreview, readable
 from service.api.graphql.filters import QueryFilter, metadata_filter
 from service.api.graphql.results import QueryResult, Timing
 from service.api.graphql.streaming import AnswerEvent, answer_events, stream_query
+from service.api.graphql.validation_cache import ValidQueries
 from service.api.stream_pool import StreamPool
 from service.bootstrap import App
 from service.domain.queries import DocumentQuery, MultiDocumentQuery, VectorQuery
@@ -577,7 +578,8 @@ class _Schema(strawberry.Schema):
 
 
 def build_schema(max_depth: int = 8, max_tokens: int = 2000, max_aliases: int = 15) -> strawberry.Schema:
-    """The schema with its limits (depth, tokens, aliases) and error codes."""
+    """The schema with its limits (depth, tokens, aliases) and error codes; a query text that passed
+    validation once is not validated again (``validation_cache``)."""
     return _Schema(
         query=Query,
         mutation=Mutation,
@@ -586,6 +588,7 @@ def build_schema(max_depth: int = 8, max_tokens: int = 2000, max_aliases: int = 
             lambda: QueryDepthLimiter(max_depth=max_depth),
             lambda: MaxTokensLimiter(max_token_count=max_tokens),
             lambda: MaxAliasesLimiter(max_alias_count=max_aliases),
+            ValidQueries().extension(),
             ErrorCodes,
         ],
     )

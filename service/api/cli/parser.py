@@ -96,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="index only shard I of N (0-based): the files whose path hashes to I mod N; the N shards, "
         "run one after another or at once (one per worker), leave the store as one run does",
     )
+    p.add_argument(
+        "--no-graph",
+        action="store_true",
+        help="embedded index: do not build and save the store's HNSW graph after the run (a server then "
+        "searches exactly until its queries show a graph is worth building); shards never build it",
+    )
     p.set_defaults(handler=cmd_index)
 
     examples = {

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -78,7 +79,24 @@ def cmd_index(args: argparse.Namespace, app: Any) -> int:
     if not report.ok:
         print("error: no document could be indexed", file=sys.stderr)
         return 1
+    if shard == WHOLE and not args.no_graph:
+        _save_graph(app, args.store, args.quiet)
     return 0
+
+
+def _save_graph(app: Any, store_id: str, quiet: bool) -> None:
+    """Build (or extend) the embedded store's HNSW graph and save it with the store, so that the next
+    server answers at graph speed from its start (a store too small for a graph to pay off gets none)."""
+    from indexer.index.embedded.index import EmbeddedIndex
+
+    index = app.index
+    if not isinstance(index, EmbeddedIndex):
+        return  # OpenSearch keeps its own graphs
+    started = time.monotonic()
+    index.prepare(store_id)
+    rows = index.stats(store_id).graph_rows
+    if rows and not quiet:
+        print(f"HNSW graph of {rows} rows saved with the store ({time.monotonic() - started:.1f} s)", file=sys.stderr)
 
 
 def _shard(text: str) -> Shard:

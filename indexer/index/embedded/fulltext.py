@@ -25,7 +25,9 @@ TOKENIZER = "porter unicode61 remove_diacritics 2"
 #: bm25() weights of the columns text, title, heading path: a word in a title or heading counts more.
 WEIGHTS = (1.0, 2.0, 2.0)
 
-_COLUMNS = "text, title, heading_path"
+#: The indexed columns of ``chunks``, in ``WEIGHTS``' order.
+COLUMNS = ("text", "title", "heading_path")
+_COLUMNS = ", ".join(COLUMNS)
 _SCHEMA = (
     f"CREATE VIRTUAL TABLE chunks_fts USING fts5({_COLUMNS}, content='chunks', content_rowid='seq',"
     f" tokenize='{TOKENIZER}')",

@@ -28,14 +28,13 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
-from indexer.index.embedded.fulltext import TOKENIZER, WEIGHTS
+from indexer.index.embedded.fulltext import COLUMNS, TOKENIZER, WEIGHTS
 
 K1 = 1.2  # FTS5's bm25() constants
 B = 0.75
 _IDF_FLOOR = 1e-6
 
-_COLUMNS = ("text", "title", "heading_path")  # fulltext's columns, in WEIGHTS' order
-_COLUMN_WEIGHT = " ".join(f"WHEN '{column}' THEN {weight!r}" for column, weight in zip(_COLUMNS, WEIGHTS, strict=True))
+_COLUMN_WEIGHT = " ".join(f"WHEN '{column}' THEN {weight!r}" for column, weight in zip(COLUMNS, WEIGHTS, strict=True))
 _VOCAB = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.lexicon_vocab USING fts5vocab(main, chunks_fts, instance)"
 # One row per token: its rows' seqs, token counts and weighted frequencies as aligned comma-separated lists
 # (parsed in numpy, not row by row in Python: the inner query's rows are the store's (token, row) pairs).

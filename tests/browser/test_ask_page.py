@@ -103,6 +103,25 @@ def test_the_answer_streams_in_before_its_sources_and_a_citation_leads_to_its_so
         window.__snapshots = [];
         const answer = document.getElementById('answer');
         const sources = document.getElementById('source-list');
+        window.__sse = '';
+        const realFetch = window.fetch;
+        window.fetch = async (...args) => {  // a copy of every event stream's text, read as it arrives
+          const response = await realFetch(...args);
+          if (!(response.headers.get('content-type') || '').includes('text/event-stream')) return response;
+          const [forPage, copy] = response.body.tee();
+          (async () => {
+            const reader = copy.getReader();
+            const decoder = new TextDecoder();
+            for (;;) {
+              const {done, value} = await reader.read();
+              if (done) break;
+              window.__sse += decoder.decode(value, {stream: true});
+            }
+            window.__sseDone = true;
+          })();
+          const {status, statusText, headers} = response;
+          return new Response(forPage, {status, statusText, headers});
+        };
         new MutationObserver(() => window.__snapshots.push(
             [answer.textContent.length, sources.querySelectorAll('.source').length]))
           .observe(document.getElementById('result'), {subtree: true, childList: true, characterData: true});
@@ -115,7 +134,9 @@ def test_the_answer_streams_in_before_its_sources_and_a_citation_leads_to_its_so
     assert snapshots[-1][1] > 0  # ... then the sources
     assert int(page.locator("#answer").get_attribute("data-pieces") or 0) >= 1
     assert len(streams) == 1
-    body = streams[0].text()
+    # The stream's text as the page read it (the browser may not keep a streamed body for the network API).
+    page.wait_for_function("window.__sseDone === true")
+    body = page.evaluate("window.__sse")
     events = body.count("event: next")
     assert events >= 2, body  # text piece(s), then the result
     assert "event: complete" in body

@@ -45,13 +45,41 @@ def settings(data_dir: Path) -> Any:
     return Settings(data_dir=data_dir, auth=AUTH)
 
 
-def build_store(data_dir: Path, chunks: int) -> int:
-    """The store (reused when it holds enough chunks already); its chunk count."""
+def low_rank(fake: Any, rank: int = 24) -> Any:
+    """``fake`` with vectors of a low intrinsic dimension, as real text embeddings have: each text's hashed
+    words plus a point of a ``rank``-dimensional space seeded by the text, mapped into the embedding's space.
+    (The hashed words alone give formulaic chunks near-identical vectors, on which no HNSW graph keeps its
+    recall target, so every question then searches exactly.)"""
+    import hashlib
+
+    import numpy as np
+
+    basis = np.random.default_rng(20).standard_normal((rank, fake.dimension)).astype(np.float32)
+    words = fake.embed_documents
+
+    def embed_documents(texts: Any) -> Any:
+        out = words(texts)
+        for row, text in enumerate(texts):
+            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+            out[row] = 0.5 * out[row] + np.random.default_rng(seed).standard_normal(rank).astype(np.float32) @ basis
+            out[row] /= np.linalg.norm(out[row])
+        return out
+
+    fake.embed_documents = embed_documents
+    return fake
+
+
+def build_store(data_dir: Path, chunks: int, vectors: str = "hashed") -> int:
+    """The store (reused when it holds enough chunks already); its chunk count. ``vectors``: "hashed" (the
+    fake's hashed words) or "low-rank" (``low_rank``; the HNSW graph is then built and saved, as ``docqa index``
+    does)."""
     from acl.model import Acl
     from service.bootstrap import build_app
     from tests.fakes_service import FakeEmbedder
 
     fake = FakeEmbedder(dimension=384, max_tokens=64, model_name="all-MiniLM-L6-v2")
+    if vectors == "low-rank":
+        fake = low_rank(fake)
     app = build_app(settings(data_dir), embedder_factory=lambda _: fake)
     from service.access.store_summaries import ADMIN, StoreSummaries
 
@@ -71,6 +99,8 @@ def build_store(data_dir: Path, chunks: int) -> int:
         report = ingestor.upsert_bytes(f"doc-{i}.md", text.encode(), "text/markdown", acl=Acl.of(["group:everyone"]))
         made += report.chunks
         i += 1
+    if vectors == "low-rank":
+        app.index.prepare(STORE)  # type: ignore[attr-defined]
     app.close()
     return made
 
@@ -206,7 +236,8 @@ def serve_and_measure(data_dir: Path, mode: str, levels: list[int], seconds: flo
         embedder = app.embedder()
         batches, questions = getattr(embedder, "batches", 0), getattr(embedder, "questions", 0)
         print(f"  batcher: {questions} questions in {batches} encoder calls ({questions / max(batches, 1):.1f} each)")
-        print(f"  BM25 last ranked by: {app.index.stats(STORE).last_lexical}")  # type: ignore[attr-defined]
+        stats = app.index.stats(STORE)  # type: ignore[attr-defined]
+        print(f"  BM25 last ranked by: {stats.last_lexical}; vector search plans: {stats.plans}")
     finally:
         http_server.stop()
         grpc_server.stop(0)
@@ -245,12 +276,19 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=4.0, help="seconds per measurement (default 4)")
     parser.add_argument("--clients", default="1,4,16,64", help="client counts (default 1,4,16,64)")
     parser.add_argument(
+        "--vectors",
+        choices=("hashed", "low-rank"),
+        default="hashed",
+        help="the store's synthetic vectors: hashed words (no HNSW graph keeps its recall on them) or of a low "
+        "intrinsic dimension, as real embeddings (the graph is built and saved); a new --data-dir for each",
+    )
+    parser.add_argument(
         "--data-dir", type=Path, default=Path("/tmp/docqa-bench-concurrency"), help="kept between runs (the store)"
     )
     args = parser.parse_args()
     levels = [int(c) for c in args.clients.split(",")]
     started = time.monotonic()
-    chunks = build_store(args.data_dir, args.chunks)
+    chunks = build_store(args.data_dir, args.chunks, args.vectors)
     print(f"store {STORE}: {chunks} chunks (ready in {time.monotonic() - started:.0f} s)", flush=True)
     encoder_ratio(args.data_dir)
     table = {mode: serve_and_measure(args.data_dir, mode, levels, args.seconds) for mode in MODES}

@@ -4,6 +4,7 @@ never a row the caller cannot read, never a row the copy has not seen or that is
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acl.model import Acl
+from indexer.index.embedded import lexical as embedded_lexical
 from indexer.index.embedded.index import EmbeddedIndex
 from indexer.index.embedded.lexicon import phrase_tokens
 from indexer.index.filters import acl_filter
@@ -162,3 +164,24 @@ def test_off_by_default_and_in_the_background_when_on(data_dir: Path) -> None:
 def test_a_word_fts5_splits_is_left_to_fts5() -> None:
     assert phrase_tokens(["running", "Naïve"]) == ["run", "naiv"]
     assert phrase_tokens(["x·y"]) is None  # two tokens: FTS5 matches them as a phrase, the copy cannot
+
+
+@pytest.mark.parametrize("in_python", [10**6, 0], ids=["ties-in-python", "ties-by-cached-rank"])
+def test_ties_at_the_cut_go_by_chunk_id_either_way(monkeypatch: pytest.MonkeyPatch, in_python: int) -> None:
+    monkeypatch.setattr(embedded_lexical, "TIED_IN_PYTHON", in_python)
+    index = EmbeddedIndex(None, background=False)
+    try:
+        index.ensure(StoreSpec(STORE, DIM))
+        names = [f"d{i:03d}" for i in range(60)]
+        random.Random(4).shuffle(names)  # inserted out of id order: seqs and ids disagree
+        vectors = random_vectors(len(names), seed=8)
+        for name, vector in zip(names, vectors, strict=True):
+            index.upsert(STORE, [chunk(name, 0, vector, text="identical walrus text")])
+        index.upsert(STORE, [chunk("d999", 0, vectors[0], text="walrus walrus")])  # one above the tie
+        index.delete_document(STORE, "d001")
+        for k in (1, 3, 7):
+            fts5, memory = both(index, "walrus", k, acl_filter(["group:everyone"]))
+            assert memory == fts5
+            assert [c for c, _ in memory] == ["d999#0", "d000#0", "d002#0", "d003#0", "d004#0", "d005#0", "d006#0"][:k]
+    finally:
+        index.close()

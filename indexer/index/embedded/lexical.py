@@ -49,9 +49,12 @@ AMONG_ROWS = 50_000
 AMONG_SHARE = 0.25
 #: Rows beyond ``k`` the first ranking pass asks for (more when the filter passes fewer rows).
 FIRST_PASS_SPARE = 16
+#: Up to this many rows tied at the k-th score are ordered by chunk id in Python; more, by a cached rank.
+TIED_IN_PYTHON = 512
 _RETRIES = 3
 _Ranked = list[tuple[int, int, float]]  # (row, seq, score)
 
+_id_rank: weakref.WeakKeyDictionary[RowTable, tuple[tuple[int, int], Rows]] = weakref.WeakKeyDictionary()
 _by_seq: weakref.WeakKeyDictionary[RowTable, tuple[tuple[int, int, int], Rows, Rows]] = weakref.WeakKeyDictionary()
 _by_seq_lock = threading.Lock()
 
@@ -105,9 +108,12 @@ def _from_lexicon(store: OpenStore, rows: RowTable, mask: Mask, terms: list[str]
         kth = np.partition(scores[hits], len(hits) - k)[len(hits) - k]
         tied = hits[scores[hits] == kth]
         hits = hits[scores[hits] > kth]
-        if len(tied) > k - len(hits):  # formulaic texts tie in bulk: no sort of every tied row
+        need = k - len(hits)
+        if len(tied) > TIED_IN_PYTHON:  # formulaic texts tie in bulk: chunk ids ranked once per row table
+            tied = tied[np.argpartition(_id_ranks(rows)[rows_sorted[tied]], need - 1)[:need]]
+        elif len(tied) > need:
             ids = [rows.chunk_ids[row] for row in rows_sorted[tied].tolist()]
-            tied = tied[heapq.nsmallest(k - len(hits), range(len(ids)), key=ids.__getitem__)]
+            tied = tied[heapq.nsmallest(need, range(len(ids)), key=ids.__getitem__)]
         hits = np.concatenate([hits, tied])
     kept = list(zip(rows_sorted[hits].tolist(), seqs_sorted[hits].tolist(), scores[hits].tolist(), strict=True))
     return _by_score_then_id(kept, rows)[:k]
@@ -188,3 +194,18 @@ def _seq_index(rows: RowTable) -> tuple[Rows, Rows]:
     with _by_seq_lock:
         _by_seq[rows] = (state, seqs_sorted, rows_sorted)
     return seqs_sorted, rows_sorted
+
+
+def _id_ranks(rows: RowTable) -> Rows:
+    """Each row's rank in chunk-id order (rows ``0..n-1``): kept while no row is appended or compacted away."""
+    state = (rows.generation, rows.n)
+    with _by_seq_lock:
+        cached = _id_rank.get(rows)
+    if cached is not None and cached[0] == state:
+        return cached[1]
+    ids = rows.chunk_ids[: rows.n]
+    ranks = np.empty(len(ids), np.int64)
+    ranks[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids))
+    with _by_seq_lock:
+        _id_rank[rows] = (state, ranks)
+    return ranks

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,7 +17,8 @@ from hypothesis import strategies as st
 from acl.model import Acl
 from indexer.index.embedded import lexical as embedded_lexical
 from indexer.index.embedded.index import EmbeddedIndex
-from indexer.index.embedded.lexicon import phrase_tokens
+from indexer.index.embedded.lexicon import Lexicon, phrase_tokens
+from indexer.index.embedded.lexicon_keeper import LexiconKeeper
 from indexer.index.filters import acl_filter
 from indexer.index.port import SearchHit, StoreSpec
 from tests.contract.index_contract import DIM, chunk, random_vectors
@@ -185,3 +188,22 @@ def test_ties_at_the_cut_go_by_chunk_id_either_way(monkeypatch: pytest.MonkeyPat
             assert [c for c, _ in memory] == ["d999#0", "d000#0", "d002#0", "d003#0", "d004#0", "d005#0", "d006#0"][:k]
     finally:
         index.close()
+
+
+def test_a_copy_that_cannot_match_the_rows_is_not_read_again_until_they_change() -> None:
+    reads: list[int] = []
+
+    def read(max_postings: int, cancel: threading.Event) -> Lexicon:
+        reads.append(max_postings)  # a copy of other rows than the ones asked for (seqs 1, 2)
+        return Lexicon(np.array([1, 2, 3]), np.ones(3), 1.0, {}, np.zeros(0, np.int32), np.zeros(0, np.float32))
+
+    keeper = LexiconKeeper(read, background=False)
+    keeper.budget(100)
+    rows = np.array([1, 2])
+    assert keeper.lexicon_for(rows, (1, 2, 0)) is None
+    assert keeper.lexicon_for(rows, (1, 2, 0)) is None
+    assert len(reads) == 1
+    assert keeper.lexicon_for(rows, (1, 3, 1)) is None  # the rows changed: read again
+    assert len(reads) == 2
+    assert keeper.lexicon_for(np.array([1, 2, 3]), (1, 4, 1)) is not None  # these rows it holds
+    assert len(reads) == 2

@@ -43,6 +43,7 @@ class LexiconKeeper:
         self.max_postings = 0  # 0: off (``budget``)
         self._lexicon: Lexicon | None = None
         self._matched: tuple[tuple[int, int, int], Lexicon] | None = None
+        self._asked_at: tuple[int, int, int] | None = None  # the row state the last read was asked for
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self._cancel = threading.Event()
@@ -59,7 +60,7 @@ class LexiconKeeper:
         """Keep a copy of at most ``max_postings`` pairs from now on; a larger copy (any, for 0) is dropped."""
         with self._lock:
             self.max_postings = max_postings
-            self._not_before = 0.0
+            self._not_before, self._asked_at = 0.0, None
             lexicon = self._lexicon
             if max_postings == 0 or (lexicon is not None and lexicon.postings > max_postings):
                 self._lexicon, self._matched = None, None
@@ -74,25 +75,28 @@ class LexiconKeeper:
         if lexicon is not None and np.array_equal(lexicon.seqs, seqs_sorted):
             self._matched = (state, lexicon)
             return lexicon
-        if self.max_postings > 0:
-            self._want()
+        # A read started for these rows that could not match them is not started again until they change.
+        if self.max_postings > 0 and state != self._asked_at and self._want():
+            self._asked_at = state
             if not self._background:
                 lexicon = self._lexicon
                 if lexicon is not None and np.array_equal(lexicon.seqs, seqs_sorted):
                     return lexicon
         return None
 
-    def _want(self) -> None:
+    def _want(self) -> bool:
+        """Start a read (in the foreground without ``background``); False when none could start now."""
         with self._lock:
             if self._cancel.is_set() or (self._background and time.monotonic() < self._not_before):
-                return  # (in the foreground, for tests, every query that finds the copy stale reads it again)
+                return False  # (in the foreground, for tests, no pause between reads)
             if self._worker is not None and self._worker.is_alive():
-                return
+                return False
             if self._background:
                 self._worker = threading.Thread(target=self._work, name="docqa-lexicon", daemon=True)
                 self._worker.start()
-                return
+                return True
         self._work()
+        return True
 
     def _work(self) -> None:
         began = time.monotonic()

@@ -12,8 +12,10 @@ import pytest
 
 from acl.model import Acl
 from indexer.index.embedded import graph_file
+from indexer.index.embedded.filters import filter_mask
 from indexer.index.embedded.index import EmbeddedIndex
 from indexer.index.embedded.search import Planner
+from indexer.index.embedded.sqlite import ChunkTable
 from indexer.index.filters import acl_filter
 from indexer.index.port import ChunkRecord, StoreSpec
 from tests.contract.index_contract import DIM, STORE, chunk, random_vectors
@@ -217,3 +219,32 @@ def test_a_server_does_not_overwrite_a_larger_graph_another_process_saved(data_d
         assert path_of(data_dir).read_bytes() == larger  # kept for a look, not overwritten
     finally:
         index.close()
+
+
+def test_rows_swapped_in_by_an_adoption_are_caught_up_before_any_query_sees_them(
+    server: tuple[EmbeddedIndex, list[ChunkRecord]], data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A revocation committed while the adopted graph's rows were laid out is in the rows swapped in: a query
+    that refreshed before the swap (and waited for the lock meanwhile) must not answer from the older read."""
+    index, chunks = server
+    build_elsewhere(data_dir)
+    victim = chunks[10]
+    real = ChunkTable.snapshot.__func__  # type: ignore[attr-defined]
+
+    def snapshot_then_revoke(cls: type[ChunkTable], path: Path, dimension: int) -> object:
+        taken = real(cls, path, dimension)
+        writer = EmbeddedIndex(data_dir, background=False)  # another process revokes right after the read
+        try:
+            writer.set_document_acl(STORE, victim.document_id, Acl.of(["user:only"]))
+        finally:
+            writer.close()
+        return taken
+
+    monkeypatch.setattr(ChunkTable, "snapshot", classmethod(snapshot_then_revoke))
+    store = index._stores[STORE]
+    store.look_for_graph()  # the adoption, as the next query's refresh starts it
+    assert index.stats(STORE).graph_adoptions == 1
+    with store.lock.read():  # what a query holding the read lock next sees, with no refresh of its own
+        readable = filter_mask(EVERYONE, store.rows)
+        rows = store.rows.live_rows_of("document_id", [victim.document_id])
+        assert len(rows) and not readable[rows].any()

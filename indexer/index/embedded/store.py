@@ -99,16 +99,22 @@ class OpenStore:
             with self.db_lock:
                 if self.table.is_current() and not self.stale:
                     return
-                changed = None if self.stale else self.table.catch_up()
-                stored = self.table.load() if changed is None else None
-            if changed is not None:
-                self._apply(*changed)
-                self.catch_ups += 1
-            elif stored is not None:
-                self.rows = rows_from(stored, self.dimension)
-                self.keeper.invalidate()
-                self.reloads += 1
-            self.stale = False
+            self._catch_up()
+
+    def _catch_up(self) -> None:
+        """Apply the commits the rows lack: by document from the change log, else every row. Hold ``lock``
+        for writing."""
+        with self.db_lock:
+            changed = None if self.stale else self.table.catch_up()
+            stored = self.table.load() if changed is None else None
+        if changed is not None:
+            self._apply(*changed)
+            self.catch_ups += 1
+        elif stored is not None:
+            self.rows = rows_from(stored, self.dimension)
+            self.keeper.invalidate()
+            self.reloads += 1
+        self.stale = False
 
     def _apply(self, documents: list[str], stored: StoredRows) -> None:
         # Every row of a changed document is re-read: added, removed and re-ACLed alike.
@@ -187,6 +193,9 @@ class OpenStore:
             self.keeper.adopt(saved.graph, rows.generation)
             with self.db_lock:
                 self.table.rewind(change)
+            # Before any query sees these rows: a query whose ``refresh`` ran already would otherwise answer
+            # from the snapshot, e.g. with an ACL revoked since.
+            self._catch_up()
             self.graph_adoptions += 1
         log.info("adopted the HNSW graph of %d rows another process saved in %s", saved.graph.ntotal, path)
 

@@ -153,7 +153,8 @@ class IndexConfig(_Section):
     backend: Literal["embedded", "opensearch"] = "embedded"
     opensearch: OpenSearchConfig = OpenSearchConfig()
     #: ``docqa serve`` on the embedded index ranks BM25 from an in-memory copy of a store's full-text index
-    #: with at most this many (token, chunk) pairs, ~8 bytes each; a larger store, or 0, keeps it in SQLite.
+    #: with at most this many (token, chunk) pairs, ~8 bytes each, a distinct token counted as 25 (per store);
+    #: a larger store, or 0, keeps it in SQLite.
     lexicon_max_postings: int = Field(25_000_000, ge=0)
 
     @model_validator(mode="after")

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +19,11 @@ from hypothesis import strategies as st
 
 from acl.model import Acl
 from indexer.index.embedded import lexical as embedded_lexical
+from indexer.index.embedded import lexicon_keeper
 from indexer.index.embedded.index import EmbeddedIndex
-from indexer.index.embedded.lexicon import Lexicon, phrase_tokens
+from indexer.index.embedded.lexicon import TOKEN_PAIRS, Lexicon, phrase_tokens, postings_in
 from indexer.index.embedded.lexicon_keeper import LexiconKeeper
+from indexer.index.embedded.sqlite import ChunkTable
 from indexer.index.filters import acl_filter
 from indexer.index.port import SearchHit, StoreSpec
 from tests.contract.index_contract import DIM, chunk, random_vectors
@@ -207,3 +212,58 @@ def test_a_copy_that_cannot_match_the_rows_is_not_read_again_until_they_change()
     assert len(reads) == 2
     assert keeper.lexicon_for(np.array([1, 2, 3]), (1, 4, 1)) is not None  # these rows it holds
     assert len(reads) == 2
+
+
+def test_a_failed_read_is_tried_again_for_the_same_rows() -> None:
+    attempts: list[int] = []
+
+    def read(max_postings: int, cancel: threading.Event) -> Lexicon:
+        attempts.append(max_postings)
+        if len(attempts) == 1:
+            raise sqlite3.OperationalError("database is locked")
+        return Lexicon(np.array([1, 2]), np.ones(2), 1.0, {}, np.zeros(0, np.int32), np.zeros(0, np.float32))
+
+    keeper = LexiconKeeper(read, background=False)
+    keeper.budget(100)
+    rows = np.array([1, 2])
+    assert keeper.lexicon_for(rows, (1, 2, 0)) is None
+    assert keeper.lexicon_for(rows, (1, 2, 0)) is not None
+    assert len(attempts) == 2
+
+
+def test_stop_while_a_read_is_starting(monkeypatch: pytest.MonkeyPatch) -> None:
+    class SlowStart(threading.Thread):
+        def start(self) -> None:
+            time.sleep(0.2)  # stop() arrives between the assignment and the start
+            super().start()
+
+    monkeypatch.setattr(lexicon_keeper.threading, "Thread", SlowStart)
+    keeper = LexiconKeeper(lambda _max, _cancel: None, background=True)
+    keeper.budget(100)
+    asking = threading.Thread(target=keeper.lexicon_for, args=(np.array([1]), (1, 1, 0)))
+    asking.start()
+    time.sleep(0.05)
+    keeper.stop()  # raised "cannot join thread before it is started" when it read the worker unlocked
+    asking.join()
+
+
+def test_a_copy_is_read_only_from_its_own_store_and_only_when_whole(tmp_path: Path) -> None:
+    index = EmbeddedIndex(tmp_path / "index", background=False)
+    index.ensure(StoreSpec(STORE, DIM))
+    index.upsert(STORE, [chunk(f"d{i}", 0, v, text=f"kelp forest {i}") for i, v in enumerate(random_vectors(3, 2))])
+    store_uuid = index._stores[STORE].store_uuid
+    index.close()
+    path = tmp_path / "index" / f"{STORE}.sqlite"
+    copy = ChunkTable.lexicon_of(path, store_uuid, 10**6, threading.Event())
+    assert copy is not None and copy.spans["kelp"][1] - copy.spans["kelp"][0] == 3
+    with closing(sqlite3.connect(path)) as conn:  # the budget counts each distinct token too
+        conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, chunks_fts, row)")
+        pairs, tokens = conn.execute("SELECT sum(doc), count(*) FROM temp.v").fetchone()
+        assert postings_in(conn) == pairs + TOKEN_PAIRS * tokens
+    # A store dropped and made again at the same path is another store: its copy is not this one's.
+    assert ChunkTable.lexicon_of(path, "another-store", 10**6, threading.Event()) is None
+    with closing(sqlite3.connect(path)) as conn:  # FTS5's sizes lose a row its postings still name
+        conn.execute("DELETE FROM chunks_fts_docsize WHERE id = (SELECT min(id) FROM chunks_fts_docsize)")
+        conn.commit()
+    with pytest.raises(sqlite3.DatabaseError):
+        ChunkTable.lexicon_of(path, store_uuid, 10**6, threading.Event())

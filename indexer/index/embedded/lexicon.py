@@ -85,10 +85,16 @@ class Lexicon:
         return scores
 
 
+#: What one distinct token costs in a ``Lexicon``, in (token, row) pairs (its dict entry and span: ~200 bytes).
+TOKEN_PAIRS = 25
+
+
 def postings_in(conn: sqlite3.Connection) -> int:
-    """How many (token, row) pairs the store's FTS5 index holds: the size of its ``Lexicon`` (cheap)."""
+    """The size of the store's ``Lexicon`` in (token, row) pairs (8 bytes each), a distinct token counted as
+    ``TOKEN_PAIRS`` of them (cheap: FTS5's per-token counts)."""
     conn.execute(_PAIRS)
-    return int(conn.execute("SELECT coalesce(sum(doc), 0) FROM temp.lexicon_rows").fetchone()[0])
+    pairs, tokens = conn.execute("SELECT coalesce(sum(doc), 0), count(*) FROM temp.lexicon_rows").fetchone()
+    return int(pairs) + TOKEN_PAIRS * int(tokens)
 
 
 def read_lexicon(conn: sqlite3.Connection) -> Lexicon:
@@ -102,7 +108,11 @@ def read_lexicon(conn: sqlite3.Connection) -> Lexicon:
     parts_f: list[npt.NDArray[np.float32]] = []
     start = 0
     for term, docs, counts, freqs in conn.execute(_POSTINGS):
-        at = np.searchsorted(seqs, _numbers(docs).astype(np.int64)).astype(np.int32)
+        held = _numbers(docs).astype(np.int64)
+        at = np.minimum(np.searchsorted(seqs, held), max(len(seqs) - 1, 0))
+        if not len(seqs) or not np.array_equal(seqs[at], held):
+            raise sqlite3.DatabaseError("the full-text index names rows it does not size")  # FTS5 answers
+        at = at.astype(np.int32)
         sizes += np.bincount(at, weights=_numbers(counts), minlength=len(seqs))
         parts_at.append(at)
         parts_f.append(_numbers(freqs).astype(np.float32))

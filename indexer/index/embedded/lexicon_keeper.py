@@ -75,22 +75,23 @@ class LexiconKeeper:
         if lexicon is not None and np.array_equal(lexicon.seqs, seqs_sorted):
             self._matched = (state, lexicon)
             return lexicon
-        # A read started for these rows that could not match them is not started again until they change.
-        if self.max_postings > 0 and state != self._asked_at and self._want():
-            self._asked_at = state
-            if not self._background:
-                lexicon = self._lexicon
-                if lexicon is not None and np.array_equal(lexicon.seqs, seqs_sorted):
-                    return lexicon
+        # A read made for these rows that could not match them is not made again until they change.
+        started = self.max_postings > 0 and state != self._asked_at and self._want(state)
+        if started and not self._background:  # read in this call
+            lexicon = self._lexicon
+            if lexicon is not None and np.array_equal(lexicon.seqs, seqs_sorted):
+                return lexicon
         return None
 
-    def _want(self) -> bool:
-        """Start a read (in the foreground without ``background``); False when none could start now."""
+    def _want(self, state: tuple[int, int, int]) -> bool:
+        """Start a read for the rows in ``state`` (in the foreground without ``background``); False when none
+        could start now."""
         with self._lock:
             if self._cancel.is_set() or (self._background and time.monotonic() < self._not_before):
                 return False  # (in the foreground, for tests, no pause between reads)
             if self._worker is not None and self._worker.is_alive():
                 return False
+            self._asked_at = state  # cleared again if the read gives no copy
             if self._background:
                 self._worker = threading.Thread(target=self._work, name="docqa-lexicon", daemon=True)
                 self._worker.start()
@@ -118,10 +119,13 @@ class LexiconKeeper:
                         self.reads += 1
         with self._lock:
             self._not_before = time.monotonic() + max(pause, time.monotonic() - began)
+            if lexicon is None:
+                self._asked_at = None  # failed or over the budget: asked again after the pause
 
     def stop(self) -> None:
         """Stop a read under way and start no other."""
-        self._cancel.set()
-        worker = self._worker
+        with self._lock:  # a worker is started under the lock: never joined before it started
+            self._cancel.set()
+            worker = self._worker
         if worker is not None and worker is not threading.current_thread():
             worker.join(timeout=30)

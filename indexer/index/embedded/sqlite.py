@@ -356,14 +356,15 @@ class ChunkTable:
 
     def lexicon(self, max_postings: int, cancel: threading.Event) -> Lexicon | None:
         """The FTS5 index in memory (``lexicon``); None when it holds more than ``max_postings`` pairs."""
-        return _read_lexicon(self._conn, max_postings, cancel)
+        return _read_lexicon(self._conn, max_postings, cancel, None)
 
     @classmethod
-    def lexicon_of(cls, path: Path, max_postings: int, cancel: threading.Event) -> Lexicon | None:
-        """``lexicon`` of the store at ``path``, over a connection of its own (no other is held meanwhile)."""
+    def lexicon_of(cls, path: Path, store_uuid: str, max_postings: int, cancel: threading.Event) -> Lexicon | None:
+        """``lexicon`` of the store at ``path``, over a connection of its own (no other is held meanwhile);
+        None as well when the file there is no longer the store ``store_uuid`` (dropped and made again)."""
         conn = _connect(path, create=False)
         try:
-            return _read_lexicon(conn, max_postings, cancel)
+            return _read_lexicon(conn, max_postings, cancel, store_uuid)
         finally:
             conn.close()
 
@@ -426,10 +427,15 @@ def _connect(path: Path | None, *, create: bool) -> sqlite3.Connection:
     return conn
 
 
-def _read_lexicon(conn: sqlite3.Connection, max_postings: int, cancel: threading.Event) -> Lexicon | None:
+def _read_lexicon(
+    conn: sqlite3.Connection, max_postings: int, cancel: threading.Event, store_uuid: str | None
+) -> Lexicon | None:
     conn.set_progress_handler(lambda: int(cancel.is_set()), 100_000)  # a set ``cancel`` interrupts the read
     try:
         with _transaction(conn, "BEGIN"):  # one snapshot for the rows, their sizes and the postings
+            found = conn.execute("SELECT value FROM meta WHERE key = 'store_uuid'").fetchone()
+            if store_uuid is not None and (found is None or str(found[0]) != store_uuid):
+                return None
             pairs = postings_in(conn)
             if pairs > max_postings:
                 log.info("BM25 stays in SQLite: %d (token, row) pairs, over the budget of %d", pairs, max_postings)

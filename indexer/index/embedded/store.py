@@ -228,7 +228,7 @@ class OpenStore:
         if self.path is None:
             with self.db_lock:
                 return None if self.closed else self.table.lexicon(max_postings, cancel)
-        return ChunkTable.lexicon_of(self.path, max_postings, cancel)
+        return ChunkTable.lexicon_of(self.path, self.store_uuid, max_postings, cancel)
 
     def close(self) -> None:
         """Stop graph and lexicon work and close the connection."""

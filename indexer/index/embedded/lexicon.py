@@ -23,7 +23,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -65,6 +65,11 @@ class Lexicon:
     def postings(self) -> int:
         return len(self.positions)
 
+    @property
+    def budget_size(self) -> int:
+        """Its size as a budget counts it (``budget_size``)."""
+        return budget_size(self.postings, len(self.spans))
+
     def scores(self, tokens: Sequence[str]) -> Floats:
         """Per row (``seqs`` order), FTS5's bm25() of the query whose phrases are ``tokens``, negated
         back to higher-is-better; 0.0 where no token occurs."""
@@ -73,11 +78,11 @@ class Lexicon:
         for token in tokens:
             start, end = self.spans.get(token, (0, 0))
             hits = end - start
+            if hits == 0:
+                continue  # FTS5 adds idf * 0.0: nothing
             idf = math.log((rows - hits + 0.5) / (hits + 0.5))
             if idf <= 0.0:
                 idf = _IDF_FLOOR
-            if hits == 0:
-                continue  # adds idf * 0.0: nothing
             at = self.positions[start:end]
             freq = self.freqs[start:end].astype(np.float64)
             # fts5Bm25Function: idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))), in this order.
@@ -89,12 +94,16 @@ class Lexicon:
 TOKEN_PAIRS = 25
 
 
+def budget_size(pairs: int, tokens: int) -> int:
+    """A ``Lexicon``'s size in (token, row) pairs (8 bytes each), a distinct token counted as ``TOKEN_PAIRS``."""
+    return pairs + TOKEN_PAIRS * tokens
+
+
 def postings_in(conn: sqlite3.Connection) -> int:
-    """The size of the store's ``Lexicon`` in (token, row) pairs (8 bytes each), a distinct token counted as
-    ``TOKEN_PAIRS`` of them (cheap: FTS5's per-token counts)."""
+    """``budget_size`` of the store's ``Lexicon`` before it is read (cheap: FTS5's per-token counts)."""
     conn.execute(_PAIRS)
     pairs, tokens = conn.execute("SELECT coalesce(sum(doc), 0), count(*) FROM temp.lexicon_rows").fetchone()
-    return int(pairs) + TOKEN_PAIRS * int(tokens)
+    return budget_size(int(pairs), int(tokens))
 
 
 def read_lexicon(conn: sqlite3.Connection) -> Lexicon:
@@ -102,9 +111,9 @@ def read_lexicon(conn: sqlite3.Connection) -> Lexicon:
     conn.execute(_VOCAB)
     seqs = np.fromiter((int(row[0]) for row in conn.execute("SELECT id FROM chunks_fts_docsize")), np.int64)
     seqs.sort()
-    sizes = np.zeros(len(seqs), np.float64)
     spans: dict[str, tuple[int, int]] = {}
     parts_at: list[Positions] = []
+    parts_n: list[Floats] = []
     parts_f: list[npt.NDArray[np.float32]] = []
     start = 0
     for term, docs, counts, freqs in conn.execute(_POSTINGS):
@@ -113,18 +122,22 @@ def read_lexicon(conn: sqlite3.Connection) -> Lexicon:
         if not len(seqs) or not np.array_equal(seqs[at], held):
             raise sqlite3.DatabaseError("the full-text index names rows it does not size")  # FTS5 answers
         at = at.astype(np.int32)
-        sizes += np.bincount(at, weights=_numbers(counts), minlength=len(seqs))
         parts_at.append(at)
+        parts_n.append(_numbers(counts))
         parts_f.append(_numbers(freqs).astype(np.float32))
         spans[str(term)] = (start, start + len(at))
         start += len(at)
+    positions = np.concatenate(parts_at) if parts_at else np.zeros(0, np.int32)
+    # Tokens per row: one pass over every pair (the counts are integers, exact in any order).
+    counts = np.concatenate(parts_n) if parts_n else np.zeros(0, np.float64)
+    sizes = np.bincount(positions, weights=counts, minlength=len(seqs)).astype(np.float64)
     total = float(sizes.sum())
     return Lexicon(
         seqs=seqs,
         sizes=sizes,
         avgdl=total / len(seqs) if len(seqs) else 1.0,
         spans=spans,
-        positions=np.concatenate(parts_at) if parts_at else np.zeros(0, np.int32),
+        positions=positions,
         freqs=np.concatenate(parts_f) if parts_f else np.zeros(0, np.float32),
     )
 
@@ -153,19 +166,15 @@ class _Tokenizer:
         return tuple(str(row[0]) for row in found)
 
 
-_tokenizer: _Tokenizer | None = None
-_tokenizer_lock = threading.Lock()
+@cache
+def _tokenizer() -> _Tokenizer:
+    return _Tokenizer()
 
 
 @lru_cache(maxsize=65536)
 def word_tokens(word: str) -> tuple[str, ...]:
     """The tokens FTS5 makes of ``word`` (one for a plain word; its Porter stem, case and diacritics folded)."""
-    global _tokenizer
-    with _tokenizer_lock:
-        if _tokenizer is None:
-            _tokenizer = _Tokenizer()
-        tokenizer = _tokenizer
-    return tokenizer.tokens(word)
+    return _tokenizer().tokens(word)
 
 
 def phrase_tokens(terms: Sequence[str]) -> list[str] | None:

@@ -57,17 +57,26 @@ class LexiconKeeper:
         return 0 if lexicon is None else lexicon.postings
 
     def budget(self, max_postings: int) -> None:
-        """Keep a copy of at most ``max_postings`` pairs from now on; a larger copy (any, for 0) is dropped."""
+        """Keep a copy of at most ``max_postings`` pairs (``lexicon.budget_size``) from now on; a larger copy
+        (any, for 0) is dropped."""
         with self._lock:
             self.max_postings = max_postings
             self._not_before, self._asked_at = 0.0, None
             lexicon = self._lexicon
-            if max_postings == 0 or (lexicon is not None and lexicon.postings > max_postings):
+            if max_postings == 0 or (lexicon is not None and lexicon.budget_size > max_postings):
                 self._lexicon, self._matched = None, None
 
     def lexicon_for(self, seqs_sorted: Rows, state: tuple[int, int, int]) -> Lexicon | None:
         """The copy if it holds exactly the rows whose sorted seqs are ``seqs_sorted`` (the row table's
         ``state``), else None, after asking for a fresh read."""
+        held = self._held_for(seqs_sorted, state)
+        if held is not None or self.max_postings == 0 or state == self._asked_at:
+            return held  # a read made for these rows that could not match them is not made again
+        if self._want(state) and not self._background:  # read in this call
+            return self._held_for(seqs_sorted, state)
+        return None
+
+    def _held_for(self, seqs_sorted: Rows, state: tuple[int, int, int]) -> Lexicon | None:
         matched = self._matched
         if matched is not None and matched[0] == state:
             return matched[1]
@@ -75,12 +84,6 @@ class LexiconKeeper:
         if lexicon is not None and np.array_equal(lexicon.seqs, seqs_sorted):
             self._matched = (state, lexicon)
             return lexicon
-        # A read made for these rows that could not match them is not made again until they change.
-        started = self.max_postings > 0 and state != self._asked_at and self._want(state)
-        if started and not self._background:  # read in this call
-            lexicon = self._lexicon
-            if lexicon is not None and np.array_equal(lexicon.seqs, seqs_sorted):
-                return lexicon
         return None
 
     def _want(self, state: tuple[int, int, int]) -> bool:
@@ -114,7 +117,7 @@ class LexiconKeeper:
                 pause = _TOO_LARGE_PAUSE_S
             else:
                 with self._lock:  # the budget may have changed meanwhile
-                    if self.max_postings > 0 and lexicon.postings <= self.max_postings:
+                    if self.max_postings > 0 and lexicon.budget_size <= self.max_postings:
                         self._lexicon, self._matched = lexicon, None
                         self.reads += 1
         with self._lock:

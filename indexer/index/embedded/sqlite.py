@@ -278,8 +278,7 @@ class ChunkTable:
 
     def store_uuid(self) -> str:
         """A random id given to the file when it was made (a graph file names the store it indexes)."""
-        row = self._conn.execute("SELECT value FROM meta WHERE key = 'store_uuid'").fetchone()
-        return "" if row is None else str(row[0])
+        return _store_uuid(self._conn)
 
     def _read_rows(self, where: str, params: Sequence[object]) -> StoredRows:
         seqs: list[int] = []
@@ -433,8 +432,7 @@ def _read_lexicon(
     conn.set_progress_handler(lambda: int(cancel.is_set()), 100_000)  # a set ``cancel`` interrupts the read
     try:
         with _transaction(conn, "BEGIN"):  # one snapshot for the rows, their sizes and the postings
-            found = conn.execute("SELECT value FROM meta WHERE key = 'store_uuid'").fetchone()
-            if store_uuid is not None and (found is None or str(found[0]) != store_uuid):
+            if store_uuid is not None and _store_uuid(conn) != store_uuid:
                 return None
             pairs = postings_in(conn)
             if pairs > max_postings:
@@ -443,6 +441,11 @@ def _read_lexicon(
             return read_lexicon(conn)
     finally:
         conn.set_progress_handler(None, 0)
+
+
+def _store_uuid(conn: sqlite3.Connection) -> str:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'store_uuid'").fetchone()
+    return "" if row is None else str(row[0])
 
 
 def _missing_columns(conn: sqlite3.Connection) -> list[tuple[str, str]]:

@@ -48,7 +48,7 @@ class BatchingEmbedder(Embedder):
         inner: Embedder,
         *,
         max_batch: int = 32,
-        max_wait_s: float = 0.001,
+        max_wait_s: float = 0.0,
         max_queue: int = 256,
         queue_timeout_s: float = 1.0,
     ) -> None:

@@ -386,8 +386,10 @@ class QueryBatchingConfig(_Section):
     enabled: bool = True
     #: Most questions in one encoder call.
     max_batch: int = Field(32, ge=1, le=1024)
-    #: How long the first question of a batch waits for others (milliseconds; 0 = only those queued already).
-    max_wait_ms: float = Field(1.0, ge=0, le=50)
+    #: How long the first question of a batch waits for others (milliseconds; 0 = only those queued already:
+    #: questions that arrive while the encoder is busy still form the next batch, and an idle server's
+    #: question waits for nothing; 1 ms cost a lone question 1.7 ms of its p50).
+    max_wait_ms: float = Field(0.0, ge=0, le=50)
     #: Most questions waiting; a caller finding it full waits up to queue_timeout_s, then RESOURCE_EXHAUSTED.
     max_queue: int = Field(256, ge=1, le=100_000)
     queue_timeout_s: float = Field(1.0, ge=0, le=60)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import sqlite3
 import subprocess
 import sys
@@ -199,11 +200,11 @@ def test_closed_index_is_unavailable(data_dir: Path) -> None:
 # -- the HNSW graph -----------------------------------------------------------
 
 
-def recall(index: EmbeddedIndex, filter_: dict, queries: np.ndarray) -> float:  # type: ignore[type-arg]
+def recall(index: EmbeddedIndex, filter_: dict, queries: np.ndarray, k: int = 10) -> float:  # type: ignore[type-arg]
     found = total = 0
     for query in queries:
-        exact = set(ids(index.exact(STORE, query, 10, filter_)))
-        approximate = index.knn(STORE, query, 10, filter_)
+        exact = set(ids(index.exact(STORE, query, k, filter_)))
+        approximate = index.knn(STORE, query, k, filter_)
         assert len(approximate) == len(exact)
         found += len(exact & set(ids(approximate)))
         total += len(exact)
@@ -225,6 +226,11 @@ def test_broad_filters_use_hnsw_and_narrow_ones_exact(index: EmbeddedIndex) -> N
     assert stats.graph_rows == 6000 and stats.ef_policy.narrowest <= 0.05
     queries = random_vectors(30, seed=21)
     assert recall(index, EVERYONE, queries) >= 0.98
+    assert index.stats(STORE).last_plan == "hnsw"
+    # The engine's usual search (k=60) is planned on its own calibration, and keeps the recall.
+    policy = stats.ef_policy
+    assert policy.wide and policy.wide[0][0] == 1.0 and policy.points[0][0] == 1.0
+    assert recall(index, EVERYONE, queries, k=60) >= 0.98
     assert index.stats(STORE).last_plan == "hnsw"
     assert recall(index, acl_filter(["group:g3"]), queries) == 1.0  # 5 %: exact is cheaper
     assert index.stats(STORE).last_plan == "exact"
@@ -377,6 +383,19 @@ def test_ef_policy_interpolates_between_calibrated_selectivities() -> None:
     assert not EfPolicy(()).usable and EfPolicy(()).ef(10, 1.0) is None
     model = EfPolicy.model(ef_min=64, per_k_over_selectivity=12.0)
     assert model.ef(10, 1.0) == 120 and model.ef(10, 0.01) == 12_000
+
+
+def test_ef_policy_interpolates_in_k_between_its_two_calibrations() -> None:
+    linear = EfPolicy(((1.0, 32), (0.2, 64)))
+    policy = EfPolicy(((1.0, 32), (0.2, 64)), wide=((1.0, 96), (0.5, 128)))
+    assert linear.ef(60, 1.0) == 192 and linear.ef(120, 1.0) == 384  # no second calibration: linear in k
+    assert policy.ef(10, 1.0) == 32 and policy.ef(5, 1.0) == 32  # at or below k=10: the first calibration
+    assert policy.ef(60, 1.0) == 96 and policy.ef(60, 0.5) == 128  # k=60: the second
+    assert policy.ef(120, 1.0) == 192  # above it: linear from the second
+    assert 32 * 3 > (policy.ef(30, 1.0) or 0) > 32 * (96 / 32) ** 0.6  # geometric in k between the two
+    # A selectivity the second calibration does not reach scales the first linearly, as before.
+    assert policy.ef(60, 0.3) == linear.ef(60, 0.3) and policy.ef(60, 0.1) is None
+    assert policy.ef(70, 1.0) == 112 and policy.ef(70, 1.0) == math.ceil(96 * 70 / 60)
 
 
 def test_pages_and_anchor_survive_a_reopen(index: EmbeddedIndex, data_dir: Path) -> None:

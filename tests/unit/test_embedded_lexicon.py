@@ -267,3 +267,23 @@ def test_a_copy_is_read_only_from_its_own_store_and_only_when_whole(tmp_path: Pa
         conn.commit()
     with pytest.raises(sqlite3.DatabaseError):
         ChunkTable.lexicon_of(path, store_uuid, 10**6, threading.Event())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([0.0, 1e-6, 0.5, 1.25, 3.0578, 7.0]), min_size=1, max_size=80).flatmap(
+        lambda values: st.tuples(st.just(values), st.integers(1, len(values)))
+    )
+)
+def test_kth_largest_is_the_sorted_kth_also_when_scores_tie_in_bulk(case: tuple[list[float], int]) -> None:
+    values, k = case
+    assert embedded_lexical.kth_largest(np.array(values), k) == sorted(values, reverse=True)[k - 1]
+
+
+def test_kth_largest_of_distinct_and_of_two_valued_scores() -> None:
+    rng = np.random.default_rng(3)
+    distinct = rng.random(5000)
+    assert embedded_lexical.kth_largest(distinct, 60) == np.sort(distinct)[-60]
+    two = np.where(rng.random(5000) < 0.125, 3.0578, 1e-6)  # formulaic texts: most rows tie
+    for k in (1, 30, int(np.count_nonzero(two == 3.0578)) + 1, 5000):
+        assert embedded_lexical.kth_largest(two, k) == np.sort(two)[-k]

@@ -82,6 +82,7 @@ def test_a_fresh_process_adopts_the_saved_graph(
         stats = fresh.stats(STORE)
         assert stats.graph_loaded and stats.graph_builds == 0 and stats.graph_rows == ROWS
         assert stats.last_plan == "hnsw" and stats.ef_policy == index.stats(STORE).ef_policy
+        assert stats.ef_policy.wide  # both calibrations come back from the file
         assert after == before
     finally:
         fresh.close()

@@ -1,26 +1,38 @@
-"""The efSearch a calibrated HNSW graph needs per filter selectivity (what calibration leaves behind)."""
+"""The efSearch a calibrated HNSW graph needs per filter selectivity and k (what calibration leaves behind)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
 #: The k at which a graph is calibrated; efSearch scales with k above it.
 CALIBRATION_K = 10
+#: The k of a second calibration: the engine's usual search asks for 60 rows (30 fusion candidates, twice
+#: as many fetched in case the access check drops some). Scaled linearly from k=10 that search got 6x the
+#: efSearch; measured on a 100k graph it needed 2-4x (recall@60 0.998 at efSearch 256 unfiltered).
+WIDE_K = 60
+
+Points = tuple[tuple[float, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
 class EfPolicy:
-    """The efSearch that met the recall target at k=10, per filter selectivity.
+    """The efSearch that met the recall target at k=10 (``points``) and k=60 (``wide``), per filter selectivity.
 
     ``points`` are (selectivity, efSearch), broadest first. Between two points
     efSearch is interpolated geometrically; above the first it is the first's;
     below the last it grows as 1/selectivity if ``extrapolate``, else the graph
-    may not serve the filter. efSearch scales with k above 10.
+    may not serve the filter. Between k=10 and k=60 efSearch is interpolated
+    geometrically in k between the two calibrations, and grows linearly in k
+    above the widest one calibrated; without ``wide`` (an uncalibrated model,
+    a graph saved before it was measured) or at a selectivity ``wide`` does not
+    cover, efSearch scales linearly from ``points`` above k=10.
     """
 
-    points: tuple[tuple[float, int], ...]
+    points: Points
     extrapolate: bool = False
+    wide: Points = ()
 
     @classmethod
     def model(cls, ef_min: int, per_k_over_selectivity: float) -> EfPolicy:
@@ -44,11 +56,24 @@ class EfPolicy:
         """efSearch for a filter of this selectivity, or None if the graph may not serve it."""
         if not self.points or selectivity <= 0 or selectivity < self.narrowest:
             return None
-        ef = float(self.points[0][1])
-        for (s_hi, e_hi), (s_lo, e_lo) in zip(self.points, self.points[1:], strict=False):
-            if s_lo <= selectivity < s_hi:
-                ef = e_hi * (e_lo / e_hi) ** (math.log(s_hi / selectivity) / math.log(s_hi / s_lo))
-        s_last, e_last = self.points[-1]
-        if selectivity < s_last:
-            ef = e_last * s_last / selectivity
-        return max(k, math.ceil(ef * max(1.0, k / CALIBRATION_K)))
+        ef = _at(self.points, selectivity, self.extrapolate)
+        wide = _at(self.wide, selectivity, False) if self.wide and selectivity >= self.wide[-1][0] else None
+        if k <= CALIBRATION_K or wide is None:
+            scaled = ef * max(1.0, k / CALIBRATION_K)
+        elif k <= WIDE_K:
+            scaled = ef * (wide / ef) ** (math.log(k / CALIBRATION_K) / math.log(WIDE_K / CALIBRATION_K))
+        else:
+            scaled = wide * k / WIDE_K
+        return max(k, math.ceil(scaled))
+
+
+def _at(points: Points, selectivity: float, extrapolate: bool) -> float:
+    """``points``' efSearch at ``selectivity`` (the caller checked it is served)."""
+    ef = float(points[0][1])
+    for (s_hi, e_hi), (s_lo, e_lo) in itertools.pairwise(points):
+        if s_lo <= selectivity < s_hi:
+            ef = e_hi * (e_lo / e_hi) ** (math.log(s_hi / selectivity) / math.log(s_hi / s_lo))
+    s_last, e_last = points[-1]
+    if selectivity < s_last and extrapolate:
+        ef = e_last * s_last / selectivity
+    return ef

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from indexer.index.embedded.ef_policy import EfPolicy
+from indexer.index.embedded.ef_policy import EfPolicy, Points
 from indexer.index.embedded.hnsw import HnswGraph
 from indexer.index.embedded.rows import Rows
 from indexer.private_files import private_dir
@@ -94,6 +94,7 @@ def save(path: Path, store_uuid: str, graph: HnswGraph, data: npt.NDArray[np.uin
             "dimension": graph.dimension,
             "nodes": graph.ntotal,
             "policy": [list(point) for point in policy.points],
+            "wide_policy": [list(point) for point in policy.wide],
             "extrapolate": policy.extrapolate,
             "calibrated_rows": graph.calibrated_rows,
             "sha256": digest.hexdigest(),
@@ -159,12 +160,18 @@ def load(path: Path, store_uuid: str, dimension: int) -> StoredGraph | None:
         if graph.ntotal != nodes:
             raise GraphFileError(f"{graph.ntotal} nodes, header says {nodes}")
         graph.policy = EfPolicy(
-            tuple((float(s), int(ef)) for s, ef in header["policy"]), extrapolate=bool(header["extrapolate"])
+            _points(header["policy"]),
+            extrapolate=bool(header["extrapolate"]),
+            wide=_points(header.get("wide_policy", [])),  # absent from a file saved before k=60 was calibrated
         )
         graph.calibrated_rows = int(header["calibrated_rows"])
     except (KeyError, TypeError, ValueError) as exc:
         raise GraphFileError(f"malformed: {exc}") from exc
     return StoredGraph(graph, node_seqs, stamp)
+
+
+def _points(raw: Any) -> Points:
+    return tuple((float(s), int(ef)) for s, ef in raw)
 
 
 def _split(raw: bytes) -> tuple[dict[str, Any], memoryview]:

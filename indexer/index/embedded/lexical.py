@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from contextlib import closing
 
 import numpy as np
+import numpy.typing as npt
 
 from acl.errors import IndexUnavailable, InvalidArgument, NotFound
 from indexer.index.embedded.filters import filter_mask
@@ -51,6 +52,7 @@ AMONG_SHARE = 0.25
 FIRST_PASS_SPARE = 16
 #: Up to this many rows tied at the k-th score are ordered by chunk id in Python; more, by a cached rank.
 TIED_IN_PYTHON = 512
+_PEELS = 4  # bulk-tied top scores peeled off before np.partition (kth_largest)
 _RETRIES = 3
 _Ranked = list[tuple[int, int, float]]  # (row, seq, score)
 
@@ -105,7 +107,7 @@ def _from_lexicon(store: OpenStore, rows: RowTable, mask: Mask, terms: list[str]
     hits = np.flatnonzero(scores > 0.0)
     hits = hits[mask[rows_sorted[hits]]]
     if len(hits) > k:  # the rows above the k-th score, then the tied ones with the smallest chunk ids
-        kth = np.partition(scores[hits], len(hits) - k)[len(hits) - k]
+        kth = kth_largest(scores[hits], k)
         tied = hits[scores[hits] == kth]
         hits = hits[scores[hits] > kth]
         need = k - len(hits)
@@ -117,6 +119,26 @@ def _from_lexicon(store: OpenStore, rows: RowTable, mask: Mask, terms: list[str]
         hits = np.concatenate([hits, tied])
     kept = list(zip(rows_sorted[hits].tolist(), seqs_sorted[hits].tolist(), scores[hits].tolist(), strict=True))
     return _by_score_then_id(kept, rows)[:k]
+
+
+def kth_largest(values: npt.NDArray[np.float64], k: int) -> float:
+    """The ``k``-th largest of ``values`` (``1 <= k <= len(values)``).
+
+    ``np.partition`` slows down ~15x on an array of a few distinct values (BM25 over formulaic texts: 87.5k
+    rows at one score, 12.5k at another took 12 ms at 100k rows against 0.8 ms for distinct scores), so
+    the top scores are peeled off while they come in bulk, each peel one pass; distinct scores go straight
+    to ``np.partition``.
+    """
+    above, rest = 0, values
+    for _ in range(_PEELS):
+        top = rest.max()
+        at_top = int(np.count_nonzero(rest == top))
+        if above + at_top >= k:
+            return float(top)
+        if at_top == 1:
+            break
+        above, rest = above + at_top, rest[rest < top]
+    return float(np.partition(rest, len(rest) - (k - above))[len(rest) - (k - above)])
 
 
 def _ranked_allowed(table: ChunkTable, rows: RowTable, mask: Mask, match: str, k: int) -> _Ranked | None:

@@ -200,7 +200,13 @@ class App:
 
             shared = shared_cache_dir()
             caches = [self.settings.data_dir] + ([shared] if shared is not None else [])
-            return OnnxEmbedder(name, caches=caches, batch_size=config.batch_size, quantize=config.quantize)
+            return OnnxEmbedder(
+                name,
+                caches=caches,
+                batch_size=config.batch_size,
+                quantize=config.quantize,
+                spinning=not self._batch_questions,  # a server's questions come one by one (OnnxEmbedder)
+            )
         from indexer.embedder import SentenceTransformerEmbedder
 
         return SentenceTransformerEmbedder(name, batch_size=config.batch_size, device=config.device)

@@ -269,3 +269,32 @@ def test_int8_is_refused_without_the_onnx_backend(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv("DOCQA_EMBEDDING__BACKEND", "torch")
     with pytest.raises(ConfigurationError, match=r"quantize int8 needs embedding\.backend onnx"):
         load_settings(None, data_dir=tmp_path)
+
+
+def test_a_server_question_embedder_does_not_spin_while_idle(
+    shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from indexer.query_batcher import BatchingEmbedder
+    from service.bootstrap import build_app
+    from service.config import load_settings
+
+    clear_docqa_env(monkeypatch, tmp_path)
+    monkeypatch.setenv("DOCQA_MODEL_CACHE", str(shared))
+    indexing = build_app(load_settings(None, data_dir=tmp_path))
+    serving = build_app(load_settings(None, data_dir=tmp_path))
+    serving.batch_questions()  # as docqa serve does
+    try:
+        for app, spins in ((indexing, "1"), (serving, "0")):
+            embedder = app.embedder()
+            inner = embedder.inner if isinstance(embedder, BatchingEmbedder) else embedder
+            assert isinstance(inner, OnnxEmbedder)
+            assert embedder.embed_query("who approves travel?").shape == (inner.dimension,)
+            options = inner._session.get_session_options()
+            try:
+                set_to = options.get_session_config_entry("session.intra_op.allow_spinning")
+            except RuntimeError:  # not set: ONNX Runtime's default, spinning
+                set_to = "1"
+            assert set_to == spins
+    finally:
+        indexing.close()
+        serving.close()

@@ -45,7 +45,7 @@ def main() -> None:
     if graph is None or graph.policy is None:
         raise SystemExit("the graph missed its recall target: nothing to compare")
     calibrated = graph.policy
-    policies = {"linear": dataclasses.replace(calibrated, wide=()), "calibrated": calibrated}
+    policies = {"linear": dataclasses.replace(calibrated, wide=None), "calibrated": calibrated}
     print(f"# {args.rows:,} rows, k={args.k}: build + calibration {time.perf_counter() - started:.1f} s; {calibrated}")
     callers: dict[str, Filter | None] = {"100%": None, **{name: acl_filter(p) for name, p in CALLERS.items()}}
     print(

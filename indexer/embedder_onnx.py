@@ -71,8 +71,9 @@ class OnnxEmbedder(Embedder):
     ) -> None:
         self.model_name = model
         # ONNX Runtime's idle pool threads spin for work by default: right for back-to-back batches
-        # (indexing), but a server's questions come one at a time, and on 2 cores the spinning thread
-        # took CPU from the searches around it (4 and 16 gRPC clients: +14-27 % req/s with it off).
+        # (``docqa index``), but a server's questions come one at a time, and on 2 cores the spinning
+        # thread took CPU from the searches around it (4 and 16 gRPC clients: +15-27 % req/s with it off).
+        # A server's own ingestion (uploads) shares its non-spinning embedder.
         self._spinning = spinning
         self._quantize = quantize
         self._source = resolve_model_path(model)

@@ -393,9 +393,11 @@ def test_ef_policy_interpolates_in_k_between_its_two_calibrations() -> None:
     assert policy.ef(60, 1.0) == 96 and policy.ef(60, 0.5) == 128  # k=60: the second
     assert policy.ef(120, 1.0) == 192  # above it: linear from the second
     assert 32 * 3 > (policy.ef(30, 1.0) or 0) > 32 * (96 / 32) ** 0.6  # geometric in k between the two
-    # A selectivity the second calibration does not reach scales the first linearly, as before.
-    assert policy.ef(60, 0.3) == linear.ef(60, 0.3) and policy.ef(60, 0.1) is None
     assert policy.ef(70, 1.0) == 112 and policy.ef(70, 1.0) == math.ceil(96 * 70 / 60)
+    # Narrower than k=60 kept its recall (or was measured): not served above k=10, at k=10 as before.
+    assert policy.ef(60, 0.4999) is None and policy.ef(20, 0.3) is None and policy.ef(10, 0.3) == linear.ef(10, 0.3)
+    measured_nowhere = EfPolicy(((1.0, 32),), wide=())
+    assert measured_nowhere.ef(10, 1.0) == 32 and measured_nowhere.ef(11, 1.0) is None
 
 
 def test_pages_and_anchor_survive_a_reopen(index: EmbeddedIndex, data_dir: Path) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import struct
 import subprocess
 import sys
 import textwrap
@@ -13,6 +15,7 @@ import pytest
 
 from acl.model import Acl
 from indexer.index.embedded import changes
+from indexer.index.embedded.graph_file import MAGIC
 from indexer.index.embedded.index import EmbeddedIndex
 from indexer.index.embedded.sqlite import ChunkTable
 from indexer.index.embedded.stats import EmbeddedStats
@@ -130,6 +133,41 @@ def test_a_damaged_graph_file_is_rebuilt_never_served(
         stats = fresh.stats(STORE)
         assert not stats.graph_loaded and stats.graph_builds == 1  # rebuilt at the first query
         assert path.exists() and reopened(data_dir).graph_loaded  # and saved again
+    finally:
+        fresh.close()
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("wide_policy", [[1.0, 1e999]]),  # int(inf): OverflowError
+        ("wide_policy", [[1.0, -5]]),
+        ("wide_policy", [[0.0, 64]]),
+        ("wide_policy", [[0.5, 64], [1.0, 32]]),  # not broadest first
+        ("policy", [[1.0, 0]]),
+        ("policy", [[float("nan"), 64]]),
+        ("calibrated_rows", 1e999),
+    ],
+)
+def test_an_edited_graph_header_is_rebuilt_never_served(
+    served: tuple[EmbeddedIndex, list[ChunkRecord]], data_dir: Path, field: str, value: object
+) -> None:
+    """The checksum covers the payload only: a header value that would break the planner is refused too."""
+    path = graph_file(data_dir)
+    raw = path.read_bytes()
+    (length,) = struct.unpack_from("<Q", raw, len(MAGIC))
+    start = len(MAGIC) + 8
+    header = json.loads(raw[start : start + length])
+    header[field] = value
+    edited = json.dumps(header).encode()
+    path.write_bytes(MAGIC + struct.pack("<Q", len(edited)) + edited + raw[start + length :])
+    fresh = EmbeddedIndex(data_dir, background=False)
+    try:
+        for query in random_vectors(3, seed=6):
+            for k in (10, 60):
+                assert ids(fresh.knn(STORE, query, k, EVERYONE)) == ids(fresh.exact(STORE, query, k, EVERYONE))
+        stats = fresh.stats(STORE)
+        assert not stats.graph_loaded and stats.graph_builds == 1 and stats.ef_policy.wide
     finally:
         fresh.close()
 

@@ -6,11 +6,12 @@ import itertools
 import math
 from dataclasses import dataclass
 
-#: The k at which a graph is calibrated; efSearch scales with k above it.
+#: The k at which a graph is calibrated first.
 CALIBRATION_K = 10
 #: The k of a second calibration: the engine's usual search asks for 60 rows (30 fusion candidates, twice
 #: as many fetched in case the access check drops some). Scaled linearly from k=10 that search got 6x the
-#: efSearch; measured on a 100k graph it needed 2-4x (recall@60 0.998 at efSearch 256 unfiltered).
+#: efSearch, which is not what k=60 needs either way: on a 100k graph about 2x unfiltered, and 15x for a
+#: caller reading half the rows (``bench/wide_k.py``).
 WIDE_K = 60
 
 Points = tuple[tuple[float, int], ...]
@@ -23,16 +24,18 @@ class EfPolicy:
     ``points`` are (selectivity, efSearch), broadest first. Between two points
     efSearch is interpolated geometrically; above the first it is the first's;
     below the last it grows as 1/selectivity if ``extrapolate``, else the graph
-    may not serve the filter. Between k=10 and k=60 efSearch is interpolated
-    geometrically in k between the two calibrations, and grows linearly in k
-    above the widest one calibrated; without ``wide`` (an uncalibrated model,
-    a graph saved before it was measured) or at a selectivity ``wide`` does not
-    cover, efSearch scales linearly from ``points`` above k=10.
+    may not serve the filter. Above k=10, efSearch is interpolated
+    geometrically in k between the two calibrations up to k=60 and grows
+    linearly above; a filter narrower than any ``wide`` met the target for
+    (k=60 missed it there within the largest efSearch, or the store was too
+    small to tell) is not served above k=10. ``wide`` None (an uncalibrated
+    model, a graph saved before k=60 was measured): efSearch scales linearly
+    from ``points`` above k=10.
     """
 
     points: Points
     extrapolate: bool = False
-    wide: Points = ()
+    wide: Points | None = None
 
     @classmethod
     def model(cls, ef_min: int, per_k_over_selectivity: float) -> EfPolicy:
@@ -57,11 +60,13 @@ class EfPolicy:
         if not self.points or selectivity <= 0 or selectivity < self.narrowest:
             return None
         ef = _at(self.points, selectivity, self.extrapolate)
-        wide = _at(self.wide, selectivity, False) if self.wide and selectivity >= self.wide[-1][0] else None
-        if k <= CALIBRATION_K or wide is None:
-            scaled = ef * max(1.0, k / CALIBRATION_K)
-        elif k <= WIDE_K:
-            scaled = ef * (wide / ef) ** (math.log(k / CALIBRATION_K) / math.log(WIDE_K / CALIBRATION_K))
+        if k <= CALIBRATION_K or self.wide is None:
+            return max(k, math.ceil(ef * max(1.0, k / CALIBRATION_K)))
+        if not self.wide or selectivity < self.wide[-1][0]:
+            return None  # k=60 was not shown to keep recall this narrow: exact
+        wide = _at(self.wide, selectivity, False)
+        if k <= WIDE_K:
+            scaled = ef * float((wide / ef) ** (math.log(k / CALIBRATION_K) / math.log(WIDE_K / CALIBRATION_K)))
         else:
             scaled = wide * k / WIDE_K
         return max(k, math.ceil(scaled))

@@ -19,7 +19,9 @@ added since are searched exactly until the graph is extended.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import math
 import os
 import struct
 import tempfile
@@ -94,7 +96,7 @@ def save(path: Path, store_uuid: str, graph: HnswGraph, data: npt.NDArray[np.uin
             "dimension": graph.dimension,
             "nodes": graph.ntotal,
             "policy": [list(point) for point in policy.points],
-            "wide_policy": [list(point) for point in policy.wide],
+            "wide_policy": None if policy.wide is None else [list(point) for point in policy.wide],
             "extrapolate": policy.extrapolate,
             "calibrated_rows": graph.calibrated_rows,
             "sha256": digest.hexdigest(),
@@ -132,7 +134,7 @@ def nodes_claimed(path: Path, store_uuid: str) -> int | None:
         if not isinstance(header, dict) or header.get("store_uuid") != store_uuid or not store_uuid:
             return None
         return int(header["nodes"])
-    except (OSError, KeyError, TypeError, ValueError):
+    except (OSError, KeyError, TypeError, ValueError, OverflowError):
         return None
 
 
@@ -162,16 +164,24 @@ def load(path: Path, store_uuid: str, dimension: int) -> StoredGraph | None:
         graph.policy = EfPolicy(
             _points(header["policy"]),
             extrapolate=bool(header["extrapolate"]),
-            wide=_points(header.get("wide_policy", [])),  # absent from a file saved before k=60 was calibrated
+            wide=None if header.get("wide_policy") is None else _points(header["wide_policy"]),  # None: not measured
         )
         graph.calibrated_rows = int(header["calibrated_rows"])
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:  # OverflowError: int(1e999)
         raise GraphFileError(f"malformed: {exc}") from exc
     return StoredGraph(graph, node_seqs, stamp)
 
 
 def _points(raw: Any) -> Points:
-    return tuple((float(s), int(ef)) for s, ef in raw)
+    """(selectivity, efSearch) pairs as calibration writes them; ValueError for anything else (a corrupt or
+    edited header: only the payload is under the checksum, and a bad point would fail every query later)."""
+    points = tuple((float(s), int(ef)) for s, ef in raw)
+    selectivities = [s for s, _ in points]
+    if any(not (math.isfinite(s) and 0.0 < s <= 1.0) for s in selectivities) or any(ef < 1 for _, ef in points):
+        raise ValueError(f"efSearch points out of range: {raw!r}")
+    if any(a <= b for a, b in itertools.pairwise(selectivities)):
+        raise ValueError(f"efSearch points not broadest first: {raw!r}")
+    return points
 
 
 def _split(raw: bytes) -> tuple[dict[str, Any], memoryview]:

@@ -65,7 +65,7 @@ def calibrate(
         scores[start:stop] = vectors[start:stop] @ queries.T
 
     points = _needed(graph, queries, scores, rng, k, target, ef_max)
-    wide = _needed(graph, queries, scores, rng, wide_k, target, ef_max) if points and wide_k > k else ()
+    wide = _needed(graph, queries, scores, rng, wide_k, target, ef_max) if points and wide_k > k else None
     return EfPolicy(points, wide=wide)
 
 

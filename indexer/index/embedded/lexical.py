@@ -107,9 +107,10 @@ def _from_lexicon(store: OpenStore, rows: RowTable, mask: Mask, terms: list[str]
     hits = np.flatnonzero(scores > 0.0)
     hits = hits[mask[rows_sorted[hits]]]
     if len(hits) > k:  # the rows above the k-th score, then the tied ones with the smallest chunk ids
-        kth = kth_largest(scores[hits], k)
-        tied = hits[scores[hits] == kth]
-        hits = hits[scores[hits] > kth]
+        hit_scores = scores[hits]  # gathered once: up to every row of the store
+        kth = kth_largest(hit_scores, k)
+        tied = hits[hit_scores == kth]
+        hits = hits[hit_scores > kth]
         need = k - len(hits)
         if len(tied) > TIED_IN_PYTHON:  # formulaic texts tie in bulk: chunk ids ranked once per row table
             tied = tied[np.argpartition(_id_ranks(rows)[rows_sorted[tied]], need - 1)[:need]]

@@ -11,10 +11,13 @@ reload everything.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 
 #: Entries kept; a mirror more than this many row changes behind reloads everything.
 KEEP = 1_000_000
+#: Entries a ``digest`` covers.
+DIGEST_ENTRIES = 64
 
 DDL = (
     "CREATE TABLE IF NOT EXISTS changes (id INTEGER PRIMARY KEY AUTOINCREMENT, document_id TEXT NOT NULL)",
@@ -44,6 +47,21 @@ def prune(conn: sqlite3.Connection) -> int:
     last = newest(conn)
     conn.execute("DELETE FROM changes WHERE id <= ?", (last - KEEP,))
     return last
+
+
+def digest(conn: sqlite3.Connection, upto: int) -> str | None:
+    """A fingerprint of the log up to entry ``upto``: its last ``DIGEST_ENTRIES`` entries (ids and documents).
+
+    A store file restored from an older copy and written again has other entries there, so rows saved
+    against one history are not taken for rows of the other. None when those entries were pruned.
+    Call inside a read transaction.
+    """
+    entries = conn.execute(
+        "SELECT id, document_id FROM changes WHERE id > ? AND id <= ? ORDER BY id", (upto - DIGEST_ENTRIES, upto)
+    ).fetchall()
+    if len(entries) != min(upto, DIGEST_ENTRIES) or (upto and entries[-1][0] != upto):
+        return None
+    return hashlib.sha256("".join(f"{id_}\t{document}\n" for id_, document in entries).encode()).hexdigest()
 
 
 def changed_since(conn: sqlite3.Connection, since: int) -> tuple[int, list[str]] | None:

@@ -10,6 +10,7 @@ from indexer.index.embedded.ef_policy import EfPolicy
 from indexer.index.embedded.rows import Mask, Rows
 
 M = 16
+_READ_CHUNK = 1 << 20  # bytes per read callback
 EF_CONSTRUCTION = 120  # 40 (faiss default) capped recall@10 near 0.93 at 1M rows; 120 reached 0.99+
 
 
@@ -27,10 +28,23 @@ class HnswGraph:
         self.calibrated_rows = 0
 
     @classmethod
-    def deserialize(cls, data: npt.NDArray[np.uint8], dimension: int) -> HnswGraph:
-        """The graph ``serialize`` wrote. Raises ValueError if ``data`` holds no such graph."""
+    def deserialize(cls, data: memoryview, dimension: int) -> HnswGraph:
+        """The graph ``serialize`` wrote. Raises ValueError if ``data`` holds no such graph.
+
+        Read through a callback a megabyte at a time (``faiss.deserialize_index`` first copies all of
+        ``data`` into a vector of its own: at a million rows, 0.8 s of a 2.3 s read). faiss lets go of
+        the GIL while it reads.
+        """
+        position = 0
+
+        def read(size: int) -> bytes:
+            nonlocal position
+            chunk = data[position : position + size].tobytes()
+            position += len(chunk)
+            return chunk
+
         try:
-            index = faiss.deserialize_index(data)
+            index = faiss.read_index(faiss.PyCallbackIOReader(read, _READ_CHUNK))  # type: ignore[attr-defined]
         except RuntimeError as exc:
             raise ValueError(f"not a faiss index: {exc}") from exc
         if not isinstance(index, faiss.IndexHNSWFlat) or index.metric_type != faiss.METRIC_INNER_PRODUCT:
@@ -50,6 +64,15 @@ class HnswGraph:
         """The vectors the graph holds for these nodes."""
         found: npt.NDArray[np.float32] = self._index.reconstruct_batch(np.ascontiguousarray(nodes, np.int64))
         return found
+
+    def copy_vectors(self, out: npt.NDArray[np.float32]) -> None:
+        """Copy every node's vector into ``out`` (``ntotal`` rows), straight from the graph's storage."""
+        count, dimension = self.ntotal, self.dimension
+        if count == 0:
+            return
+        storage = faiss.downcast_index(self._index.storage)
+        held = faiss.rev_swig_ptr(storage.get_xb(), count * dimension)  # type: ignore[attr-defined]  # a view: copied before returning
+        np.copyto(out[:count], held.reshape(count, dimension))
 
     @property
     def dimension(self) -> int:

@@ -53,9 +53,8 @@ class _Outcome:
 class EmbeddedIndex(Index):
     """``Index`` in this process: in memory when ``data_dir`` is None, else under ``data_dir``.
 
-    Thread-safe. Several processes may open the same ``data_dir``: each sees
-    what the others committed before its next call. ``background=False`` does
-    graph work inside the query that triggers it (deterministic, for tests).
+    Thread-safe. Several processes may open the same ``data_dir``: each sees what the others committed
+    before its next call. ``background=False`` does graph work inside the query that triggers it (for tests).
     """
 
     def __init__(self, data_dir: Path | None, *, planner: Planner | None = None, background: bool = True) -> None:
@@ -143,6 +142,7 @@ class EmbeddedIndex(Index):
                 last_plan=store.last_plan,
                 plans=dict(store.plans),
                 graph_loaded=store.keeper.loaded,
+                rows_loaded=store.from_saved_rows,
                 reloads=store.reloads,
                 catch_ups=store.catch_ups,
                 graph_adoptions=store.graph_adoptions,

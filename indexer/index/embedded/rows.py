@@ -50,7 +50,9 @@ class IntList:
     __slots__ = ("_data", "size")
 
     def __init__(self, values: Rows | None = None) -> None:
-        self._data: Rows = np.empty(4, np.int64) if values is None else values.astype(np.int64)
+        """Empty, or holding ``values`` -- not copied: they may be a slice of a larger array, which is never
+        written through, since the list is then full and its first ``extend`` moves it to an array of its own."""
+        self._data: Rows = np.empty(4, np.int64) if values is None else np.asarray(values, np.int64)
         self.size = 0 if values is None else len(values)
 
     def extend(self, values: Sequence[int] | Rows) -> None:

@@ -28,6 +28,7 @@ from indexer.index.embedded import changes
 from indexer.index.embedded.fulltext import ensure_fulltext, ranked
 from indexer.index.embedded.lexicon import Lexicon, postings_in, read_lexicon
 from indexer.index.embedded.rows import RowAttributes
+from indexer.index.embedded.saved_rows import ChangeMark
 from indexer.index.port import ChunkRecord
 from indexer.private_files import private_file
 
@@ -275,6 +276,34 @@ class ChunkTable:
         """Take the caller's rows to be those of change-log entry ``change`` (a ``snapshot``):
         the next ``catch_up`` re-reads every document changed after it."""
         self._known_change, self._foreign_write_seen = change, True
+
+    def change_mark(self) -> ChangeMark | None:
+        """The change-log entry the rows read so far are current at, fingerprinted (rows saved with it are
+        caught up from there by a later process: ``resume``); None when the log no longer holds it."""
+        with _transaction(self._conn, "BEGIN"):
+            found = changes.digest(self._conn, self._known_change)
+        return None if found is None else ChangeMark(self._known_change, found)
+
+    def resume(self, mark: ChangeMark) -> bool:
+        """Take the caller's rows to be rows saved at ``mark``: the next ``catch_up`` re-reads every document
+        changed after it. False, changing nothing, when this file's log does not hold that entry as it was
+        (pruned, or another history: a file restored from an older copy)."""
+        with _transaction(self._conn, "BEGIN"):
+            if changes.digest(self._conn, mark.change) != mark.digest:
+                return False
+        self.rewind(mark.change)
+        return True
+
+    def sample(self, seqs: Sequence[int]) -> dict[int, tuple[str, list[str], list[str], bytes]]:
+        """(chunk id, allow, deny, vector) of the rows with these seqs that exist (a few: one statement)."""
+        marks = ",".join("?" * len(seqs))
+        cursor = self._conn.execute(
+            f"SELECT seq, chunk_id, acl_allow, acl_deny, vector FROM chunks WHERE seq IN ({marks})",
+            [int(s) for s in seqs],
+        )
+        return {
+            int(seq): (chunk_id, allow.split(), deny.split(), vector) for seq, chunk_id, allow, deny, vector in cursor
+        }
 
     def store_uuid(self) -> str:
         """A random id given to the file when it was made (a graph file names the store it indexes)."""

@@ -19,6 +19,7 @@ class EmbeddedStats:
     last_plan: str | None
     plans: dict[str, int]
     graph_loaded: bool = False  # the graph was read from the store's graph file, not built
+    rows_loaded: bool = False  # the rows at open came from that file too (caught up), not from every SQLite row
     reloads: int = 0  # full reloads of the rows since the store was opened
     catch_ups: int = 0  # incremental applications of other processes' writes
     graph_adoptions: int = 0  # graphs another process saved, adopted while the store was open

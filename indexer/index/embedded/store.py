@@ -11,12 +11,12 @@ from pathlib import Path
 
 import numpy as np
 
-from indexer.index.embedded import graph_file
+from indexer.index.embedded import graph_file, saved_rows
 from indexer.index.embedded.graph import GraphKeeper
 from indexer.index.embedded.graph_file import Signature
 from indexer.index.embedded.graph_watch import GraphWatch
 from indexer.index.embedded.hnsw import HnswGraph
-from indexer.index.embedded.layout import append_stored, rows_along, rows_from
+from indexer.index.embedded.layout import CHECKED_NODES, append_stored, rows_along, rows_from
 from indexer.index.embedded.lexicon import Lexicon
 from indexer.index.embedded.lexicon_keeper import LexiconKeeper
 from indexer.index.embedded.rows import RowTable
@@ -63,9 +63,9 @@ class OpenStore:
         self.lexicons.budget(lexicon_postings)
         self.watch = None if path is None else GraphWatch(graph_file.graph_path(path), planner.graph_file_check_s)
         with self.db_lock:
-            stored = table.load()
             self.store_uuid = table.store_uuid()
-        self.rows = self._adopt_saved_graph(stored)
+        self.from_saved_rows = False  # the rows at open came from the graph file (caught up), not from SQLite
+        self.rows = self._open_rows()
         self.stale = False
         self.closed = False
         self.reloads = 0
@@ -143,12 +143,15 @@ class OpenStore:
             count = graph.ntotal
             data = graph.serialize()
             node_seqs = np.where(rows.alive[:count], rows.seqs[:count], -1)
+            with self.db_lock:
+                mark = self.table.change_mark()
+            table = None if mark is None else (mark, saved_rows.encode(rows, count))
         path = graph_file.graph_path(self.path)
         if self.watch is not None and not self.watch.is_known(graph_file.signature(path)):
             claimed = graph_file.nodes_claimed(path, self.store_uuid)
             if claimed is not None and claimed > count:
                 return  # another process saved a larger graph since: ``look_for_graph`` decides, not this
-        written = graph_file.save(path, self.store_uuid, graph, data, node_seqs)
+        written = graph_file.save(path, self.store_uuid, graph, data, node_seqs, table)
         if self.watch is not None:
             self.watch.known(written)
 
@@ -173,7 +176,7 @@ class OpenStore:
             self.watch.known(seen)  # it covers no more rows than the graph served (ours, or an older one)
             return
         try:
-            saved = graph_file.load(path, self.store_uuid, self.dimension)
+            saved = graph_file.load(path, self.store_uuid, self.dimension, with_rows=False)
             if saved is None:
                 return
             # Laid out as a fresh process would (``rows_along``), from a snapshot read over a
@@ -204,24 +207,68 @@ class OpenStore:
         graph = self.keeper.graph_for(self.rows)
         return 0 if graph is None else _live_in(self.rows, graph)
 
-    def _adopt_saved_graph(self, stored: StoredRows) -> RowTable:
+    def _open_rows(self) -> RowTable:
+        """The rows at open, laid out along the saved graph when there is a good one, and that graph adopted.
+
+        From the rows saved with the graph, caught up to the store through its change log, when the log
+        still holds the entry they were saved at; else from every row read out of SQLite. A bad file is
+        logged, removed and rebuilt, never served.
+        """
         if self.path is None:
-            return rows_from(stored, self.dimension)
+            return self._read_all()
         path = graph_file.graph_path(self.path)
         try:
             saved = graph_file.load(path, self.store_uuid, self.dimension)
-            rows = None if saved is None else rows_along(stored, self.dimension, saved, self._planner.tombstone_ratio)
+            if saved is None:
+                return self._read_all()
+            rows = self._caught_up(saved)
+            if rows is None:
+                with self.db_lock:
+                    stored = self.table.load()
+                rows = rows_along(stored, self.dimension, saved, self._planner.tombstone_ratio)
         except graph_file.GraphFileError as exc:
             log.warning("ignoring the HNSW graph file %s (%s); it will be rebuilt", path, exc)
             with contextlib.suppress(OSError):
                 path.unlink(missing_ok=True)
             self.keeper.want()
-            return rows_from(stored, self.dimension)
-        if saved is None or rows is None:
-            return rows_from(stored, self.dimension)
+            return self._read_all()
         if self.watch is not None:
             self.watch.known(saved.signature)
         self.keeper.adopt(saved.graph, rows.generation)
+        self.from_saved_rows = saved.rows is not None and rows is saved.rows.table
+        if rows.dead and rows.dead > self._planner.tombstone_ratio * rows.n:
+            self.keeper.invalidate()  # so many rows went since the save that the table is compacted at once
+            return rows.compacted()
+        return rows
+
+    def _read_all(self) -> RowTable:
+        with self.db_lock:
+            return rows_from(self.table.load(), self.dimension)
+
+    def _caught_up(self, saved: graph_file.StoredGraph) -> RowTable | None:
+        """The rows saved with the graph, with every document changed since re-read from the store; None when
+        the file has none or the store's change log cannot say what changed (rows saved against another
+        history included). Raises GraphFileError when a sample of them disagrees with the store."""
+        if saved.rows is None:
+            return None
+        with self.db_lock:
+            if not self.table.resume(saved.rows.mark):
+                log.info("the rows saved with %s are not this store file's history; reading every row", self.path)
+                return None
+            changed = self.table.catch_up()
+        if changed is None:
+            return None
+        rows = saved.rows.table
+        documents, stored = changed
+        rows.tombstone(
+            np.union1d(rows.live_rows_of("document_id", documents), rows.live_rows_of("chunk_id", stored.chunk_ids))
+        )
+        saved_count = len(saved.rows.sections["seqs"])
+        append_stored(rows, stored)
+        with self.db_lock:
+            agrees = _sample_agrees(self.table, rows, saved.rows.sections, saved_count)
+        if not agrees:
+            raise graph_file.GraphFileError("the rows saved with it are not the store's")
         return rows
 
     def _read_lexicon(self, max_postings: int, cancel: threading.Event) -> Lexicon | None:
@@ -240,6 +287,29 @@ class OpenStore:
             self.closed = True
             with self.db_lock:
                 self.table.close()
+
+
+def _sample_agrees(table: ChunkTable, rows: RowTable, sections: saved_rows.Sections, saved_count: int) -> bool:
+    """Whether up to ``CHECKED_NODES`` saved rows still live after the catch-up hold what the store holds for
+    them: the same row, chunk id, allow and deny principals and vector. Hold ``db_lock``."""
+    candidates = np.flatnonzero(rows.alive[:saved_count])
+    rng = np.random.default_rng()
+    sample = np.sort(rng.choice(candidates, min(CHECKED_NODES, len(candidates)), replace=False))
+    if not len(sample):
+        return True
+    stored = table.sample(rows.seqs[sample].tolist())
+    allows = saved_rows.live_acl(sections, "acl_allow", sample)
+    denies = saved_rows.live_acl(sections, "acl_deny", sample)
+    for row in sample.tolist():
+        found = stored.get(int(rows.seqs[row]))
+        if found is None:
+            return False
+        chunk_id, allow, deny, vector = found
+        if chunk_id != rows.chunk_ids[row] or set(allow) != allows[row] or set(deny) != denies[row]:
+            return False
+        if vector != rows.vectors[row].tobytes():
+            return False
+    return True
 
 
 def _live_in(rows: RowTable, graph: HnswGraph) -> int:

@@ -20,20 +20,32 @@ KEEP = 1_000_000
 DIGEST_ENTRIES = 64
 
 DDL = (
-    "CREATE TABLE IF NOT EXISTS changes (id INTEGER PRIMARY KEY AUTOINCREMENT, document_id TEXT NOT NULL)",
+    # ``nonce``: random per entry, so two histories that touched the same documents in the same order
+    # (a store file restored from an older copy, then written again) still log different entries (``digest``).
+    "CREATE TABLE IF NOT EXISTS changes (id INTEGER PRIMARY KEY AUTOINCREMENT, document_id TEXT NOT NULL, nonce BLOB)",
     """CREATE TRIGGER IF NOT EXISTS chunks_changes_insert AFTER INSERT ON chunks BEGIN
-        INSERT INTO changes (document_id) VALUES (new.document_id); END""",
+        INSERT INTO changes (document_id, nonce) VALUES (new.document_id, randomblob(8)); END""",
     """CREATE TRIGGER IF NOT EXISTS chunks_changes_delete AFTER DELETE ON chunks BEGIN
-        INSERT INTO changes (document_id) VALUES (old.document_id); END""",
+        INSERT INTO changes (document_id, nonce) VALUES (old.document_id, randomblob(8)); END""",
     """CREATE TRIGGER IF NOT EXISTS chunks_changes_update AFTER UPDATE ON chunks BEGIN
-        INSERT INTO changes (document_id) VALUES (old.document_id);
-        INSERT INTO changes (document_id) VALUES (new.document_id); END""",
+        INSERT INTO changes (document_id, nonce) VALUES (old.document_id, randomblob(8));
+        INSERT INTO changes (document_id, nonce) VALUES (new.document_id, randomblob(8)); END""",
 )
+_TRIGGERS = ("chunks_changes_insert", "chunks_changes_delete", "chunks_changes_update")
 
 
 def ensure(conn: sqlite3.Connection) -> None:
-    """Create the log and its triggers if missing (inside a write transaction)."""
-    for statement in DDL:
+    """Create the log and its triggers if missing, and give a log from before ``nonce`` one (inside a write
+    transaction)."""
+    conn.execute(DDL[0])
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(changes)")}
+    if "nonce" not in columns:
+        conn.execute("ALTER TABLE changes ADD COLUMN nonce BLOB")  # older entries keep none
+    for name in _TRIGGERS:
+        found = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", (name,)).fetchone()
+        if found is not None and "randomblob" not in str(found[0]):
+            conn.execute(f"DROP TRIGGER {name}")  # a trigger from before ``nonce``
+    for statement in DDL[1:]:
         conn.execute(statement)
 
 
@@ -50,18 +62,21 @@ def prune(conn: sqlite3.Connection) -> int:
 
 
 def digest(conn: sqlite3.Connection, upto: int) -> str | None:
-    """A fingerprint of the log up to entry ``upto``: its last ``DIGEST_ENTRIES`` entries (ids and documents).
+    """A fingerprint of the log up to entry ``upto``: its last ``DIGEST_ENTRIES`` entries (ids, documents, nonces).
 
-    A store file restored from an older copy and written again has other entries there, so rows saved
-    against one history are not taken for rows of the other. None when those entries were pruned.
+    A store file restored from an older copy and written again has other entries there (their nonces
+    differ even where the same documents were written), so rows saved against one history are not taken
+    for rows of the other. None when those entries were pruned.
     Call inside a read transaction.
     """
     entries = conn.execute(
-        "SELECT id, document_id FROM changes WHERE id > ? AND id <= ? ORDER BY id", (upto - DIGEST_ENTRIES, upto)
+        "SELECT id, document_id, hex(nonce) FROM changes WHERE id > ? AND id <= ? ORDER BY id",
+        (upto - DIGEST_ENTRIES, upto),
     ).fetchall()
     if len(entries) != min(upto, DIGEST_ENTRIES) or (upto and entries[-1][0] != upto):
         return None
-    return hashlib.sha256("".join(f"{id_}\t{document}\n" for id_, document in entries).encode()).hexdigest()
+    text = "".join(f"{id_}\t{nonce}\t{document}\n" for id_, document, nonce in entries)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def changed_since(conn: sqlite3.Connection, since: int) -> tuple[int, list[str]] | None:

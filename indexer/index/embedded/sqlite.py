@@ -54,7 +54,6 @@ _SCHEMA = (
         vector BLOB
     )""",
     "CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks (document_id)",
-    *changes.DDL,
 )
 
 #: Columns added after version 1, each added to an older database when it is opened (no version bump:
@@ -170,6 +169,7 @@ class ChunkTable:
             with _transaction(conn):
                 for statement in _SCHEMA:
                     conn.execute(statement)
+                changes.ensure(conn)
                 _add_columns(conn)
                 conn.execute(
                     "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
@@ -296,14 +296,16 @@ class ChunkTable:
 
     def sample(self, seqs: Sequence[int]) -> dict[int, tuple[str, list[str], list[str], bytes]]:
         """(chunk id, allow, deny, vector) of the rows with these seqs that exist (a few: one statement)."""
-        marks = ",".join("?" * len(seqs))
-        cursor = self._conn.execute(
-            f"SELECT seq, chunk_id, acl_allow, acl_deny, vector FROM chunks WHERE seq IN ({marks})",
-            [int(s) for s in seqs],
-        )
-        return {
-            int(seq): (chunk_id, allow.split(), deny.split(), vector) for seq, chunk_id, allow, deny, vector in cursor
-        }
+        found: dict[int, tuple[str, list[str], list[str], bytes]] = {}
+        for start in range(0, len(seqs), 500):  # SQLite before 3.32 takes at most 999 parameters
+            batch = [int(s) for s in seqs[start : start + 500]]
+            marks = ",".join("?" * len(batch))
+            cursor = self._conn.execute(
+                f"SELECT seq, chunk_id, acl_allow, acl_deny, vector FROM chunks WHERE seq IN ({marks})", batch
+            )
+            for seq, chunk_id, allow, deny, vector in cursor:
+                found[int(seq)] = (chunk_id, allow.split(), deny.split(), vector)
+        return found
 
     def store_uuid(self) -> str:
         """A random id given to the file when it was made (a graph file names the store it indexes)."""

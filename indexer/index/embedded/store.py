@@ -108,7 +108,11 @@ class OpenStore:
             changed = None if self.stale else self.table.catch_up()
             stored = self.table.load() if changed is None else None
         if changed is not None:
-            self._apply(*changed)
+            try:
+                self._apply(*changed)
+            except BaseException:
+                self.stale = True  # the table's mark is past these changes: only a full reload is right now
+                raise
             self.catch_ups += 1
         elif stored is not None:
             self.rows = rows_from(stored, self.dimension)
@@ -144,7 +148,7 @@ class OpenStore:
             data = graph.serialize()
             node_seqs = np.where(rows.alive[:count], rows.seqs[:count], -1)
             with self.db_lock:
-                mark = self.table.change_mark()
+                mark = None if self.stale else self.table.change_mark()  # stale: the rows lack a write the mark has
             table = None if mark is None else (mark, saved_rows.encode(rows, count))
         path = graph_file.graph_path(self.path)
         if self.watch is not None and not self.watch.is_known(graph_file.signature(path)):

@@ -25,6 +25,7 @@ from indexer.index.embedded.rows import RowAttributes, RowTable
 from indexer.index.filters import acl_filter, and_, documents_filter
 from indexer.index.port import ChunkRecord, StoreSpec
 from tests.contract.index_contract import DIM, STORE, chunk, random_vectors
+from tests.unit.test_embedded_live import ids
 
 ROWS = 4000
 EVERYONE = acl_filter(["group:everyone"])
@@ -42,10 +43,6 @@ def corpus(rows: int) -> list[ChunkRecord]:
         )
         for i, v in enumerate(random_vectors(rows, 0))
     ]
-
-
-def ids(hits: list) -> list[str]:  # type: ignore[type-arg]
-    return [h.chunk.chunk_id for h in hits]
 
 
 @pytest.fixture

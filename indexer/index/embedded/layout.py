@@ -25,6 +25,16 @@ def append_stored(rows: RowTable, stored: StoredRows) -> None:
     )
 
 
+def apply_changed(rows: RowTable, documents: list[str], stored: StoredRows) -> None:
+    """Make ``stored`` the rows of ``documents`` in ``rows``: every row of a changed document, and any row
+    holding one of ``stored``'s chunk ids, becomes a tombstone (added, removed and re-ACLed alike), then
+    ``stored`` is appended."""
+    rows.tombstone(
+        np.union1d(rows.live_rows_of("document_id", documents), rows.live_rows_of("chunk_id", stored.chunk_ids))
+    )
+    append_stored(rows, stored)
+
+
 def rows_from(stored: StoredRows, dimension: int) -> RowTable:
     """A fresh row table holding ``stored`` (a new generation)."""
     rows = RowTable(dimension, capacity=max(1024, len(stored.seqs)))

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -296,16 +297,18 @@ class ChunkTable:
 
     def sample(self, seqs: Sequence[int]) -> dict[int, tuple[str, list[str], list[str], bytes]]:
         """(chunk id, allow, deny, vector) of the rows with these seqs that exist (a few: one statement)."""
-        found: dict[int, tuple[str, list[str], list[str], bytes]] = {}
-        for start in range(0, len(seqs), 500):  # SQLite before 3.32 takes at most 999 parameters
+        return {
+            int(seq): (chunk_id, allow.split(), deny.split(), vector)
+            for seq, chunk_id, allow, deny, vector in self._by_seq("seq, chunk_id, acl_allow, acl_deny, vector", seqs)
+        }
+
+    def _by_seq(self, columns: str, seqs: Sequence[int]) -> Iterator[tuple[Any, ...]]:
+        """``columns`` of the rows with these seqs that exist, 500 seqs a statement (SQLite before 3.32
+        takes at most 999 parameters)."""
+        for start in range(0, len(seqs), 500):
             batch = [int(s) for s in seqs[start : start + 500]]
             marks = ",".join("?" * len(batch))
-            cursor = self._conn.execute(
-                f"SELECT seq, chunk_id, acl_allow, acl_deny, vector FROM chunks WHERE seq IN ({marks})", batch
-            )
-            for seq, chunk_id, allow, deny, vector in cursor:
-                found[int(seq)] = (chunk_id, allow.split(), deny.split(), vector)
-        return found
+            yield from self._conn.execute(f"SELECT {columns} FROM chunks WHERE seq IN ({marks})", batch)
 
     def store_uuid(self) -> str:
         """A random id given to the file when it was made (a graph file names the store it indexes)."""
@@ -376,13 +379,7 @@ class ChunkTable:
 
     def fetch(self, seqs: Sequence[int]) -> dict[int, ChunkRecord]:
         """Metadata (no vector) of the rows with these seqs that still exist."""
-        found: dict[int, ChunkRecord] = {}
-        for start in range(0, len(seqs), 500):
-            batch = [int(s) for s in seqs[start : start + 500]]
-            marks = ",".join("?" * len(batch))
-            for row in self._conn.execute(f"SELECT {_META_COLUMNS} FROM chunks WHERE seq IN ({marks})", batch):
-                found[int(row[0])] = _decode_meta(row)
-        return found
+        return {int(row[0]): _decode_meta(row) for row in self._by_seq(_META_COLUMNS, seqs)}
 
     def lexicon(self, max_postings: int, cancel: threading.Event) -> Lexicon | None:
         """The FTS5 index in memory (``lexicon``); None when it holds more than ``max_postings`` pairs."""

@@ -16,7 +16,7 @@ from indexer.index.embedded.graph import GraphKeeper
 from indexer.index.embedded.graph_file import Signature
 from indexer.index.embedded.graph_watch import GraphWatch
 from indexer.index.embedded.hnsw import HnswGraph
-from indexer.index.embedded.layout import CHECKED_NODES, append_stored, rows_along, rows_from
+from indexer.index.embedded.layout import CHECKED_NODES, apply_changed, rows_along, rows_from
 from indexer.index.embedded.lexicon import Lexicon
 from indexer.index.embedded.lexicon_keeper import LexiconKeeper
 from indexer.index.embedded.rows import RowTable
@@ -66,6 +66,7 @@ class OpenStore:
             self.store_uuid = table.store_uuid()
         self.from_saved_rows = False  # the rows at open came from the graph file (caught up), not from SQLite
         self.rows = self._open_rows()
+        self.compact_if_needed(planner.tombstone_ratio)  # so many saved rows went since the save (caught up)
         self.stale = False
         self.closed = False
         self.reloads = 0
@@ -121,12 +122,7 @@ class OpenStore:
         self.stale = False
 
     def _apply(self, documents: list[str], stored: StoredRows) -> None:
-        # Every row of a changed document is re-read: added, removed and re-ACLed alike.
-        rows = self.rows
-        rows.tombstone(
-            np.union1d(rows.live_rows_of("document_id", documents), rows.live_rows_of("chunk_id", stored.chunk_ids))
-        )
-        append_stored(rows, stored)
+        apply_changed(self.rows, documents, stored)
         self.compact_if_needed(self._planner.tombstone_ratio)
 
     def compact_if_needed(self, tombstone_ratio: float) -> None:
@@ -240,9 +236,6 @@ class OpenStore:
             self.watch.known(saved.signature)
         self.keeper.adopt(saved.graph, rows.generation)
         self.from_saved_rows = saved.rows is not None and rows is saved.rows.table
-        if rows.dead and rows.dead > self._planner.tombstone_ratio * rows.n:
-            self.keeper.invalidate()  # so many rows went since the save that the table is compacted at once
-            return rows.compacted()
         return rows
 
     def _read_all(self) -> RowTable:
@@ -263,12 +256,8 @@ class OpenStore:
         if changed is None:
             return None
         rows = saved.rows.table
-        documents, stored = changed
-        rows.tombstone(
-            np.union1d(rows.live_rows_of("document_id", documents), rows.live_rows_of("chunk_id", stored.chunk_ids))
-        )
-        saved_count = len(saved.rows.sections["seqs"])
-        append_stored(rows, stored)
+        saved_count = rows.n
+        apply_changed(rows, *changed)
         with self.db_lock:
             agrees = _sample_agrees(self.table, rows, saved.rows.sections, saved_count)
         if not agrees:

@@ -17,6 +17,7 @@ import argparse
 import http.client
 import json
 import multiprocessing
+import os
 import sys
 import threading
 import time
@@ -168,11 +169,12 @@ def clients(transport: str, address: str, token: str, count: int, seconds: float
             errors += failed
 
     threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
+    cpu = time.process_time()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    out.put((latencies, errors))
+    out.put((latencies, errors, time.process_time() - cpu))
 
 
 def measure(transport: str, address: str, token: str, count: int, seconds: float) -> dict[str, float]:
@@ -180,13 +182,26 @@ def measure(transport: str, address: str, token: str, count: int, seconds: float
     out = context.Queue()
     process = context.Process(target=clients, args=(transport, address, token, count, seconds, out))
     began = time.monotonic()
+    server_cpu = time.process_time()  # this process is the server's: it only waits for the clients here
     process.start()
-    latencies, errors = out.get(timeout=seconds + 120)
+    latencies, errors, client_cpu = out.get(timeout=seconds + 120)
+    server_cpu = time.process_time() - server_cpu
     process.join(timeout=30)
     elapsed = time.monotonic() - began
     p50, p99 = percentiles(latencies)
+    done = max(len(latencies), 1)
     # Throughput over the clients' own window: requests ÷ seconds (the process start is not counted).
-    return {"rps": len(latencies) / seconds, "p50": p50 * 1000, "p99": p99 * 1000, "errors": errors, "wall": elapsed}
+    return {
+        "rps": len(latencies) / seconds,
+        "p50": p50 * 1000,
+        "p99": p99 * 1000,
+        "errors": errors,
+        "wall": elapsed,
+        # CPU per request, in ms, of every thread of the server and of the client process: on a machine of
+        # C cores no level of concurrency serves more than C × 1000 ÷ (server + client) requests a second.
+        "server_cpu": server_cpu * 1000 / done,
+        "client_cpu": client_cpu * 1000 / done,
+    }
 
 
 MODES = {"fts5": 0, "memory": 25_000_000}  # index.lexicon_max_postings
@@ -230,7 +245,8 @@ def serve_and_measure(data_dir: Path, mode: str, levels: list[int], seconds: flo
                 print(
                     f"  {mode:<6} {transport:<8} {count:>3} clients  "
                     f"{row['rps']:7.1f} req/s  p50 {row['p50']:7.1f} ms  p99 {row['p99']:7.1f} ms  "
-                    f"errors {row['errors']}",
+                    f"errors {row['errors']}  CPU/request: server {row['server_cpu']:.1f} ms, "
+                    f"client {row['client_cpu']:.1f} ms",
                     flush=True,
                 )
         embedder = app.embedder()
@@ -308,6 +324,14 @@ def main() -> None:
         for transport in ("grpc", "graphql"):
             ratios = [table[mode][(transport, 16)]["rps"] / table[mode][(transport, 1)]["rps"] for mode in MODES]
             print(f"{transport}: throughput 16 clients ÷ 1 client: fts5 {ratios[0]:.2f}x, memory {ratios[1]:.2f}x")
+            one = table["memory"][(transport, 1)]
+            busy = one["server_cpu"] + one["client_cpu"]
+            cores = os.cpu_count() or 1
+            print(
+                f"{transport}: one client, memory: {one['rps']:.1f} req/s using {busy:.1f} ms of CPU per request "
+                f"(server {one['server_cpu']:.1f}, client {one['client_cpu']:.1f}); {cores} cores serve at most "
+                f"{cores * 1000 / busy:.1f} req/s at that cost, {cores * 1000 / busy / one['rps']:.2f}x one client"
+            )
 
 
 if __name__ == "__main__":

@@ -3,10 +3,12 @@
 A server answers many callers at once, each with one short question. One encoder call for a batch of
 16 questions costs little more than for one, so callers that arrive together share it. The batcher is
 an ``Embedder`` itself (a decorator of the port): ``embed_query`` queues the question and waits for
-its own vector; one worker thread takes what is queued — the first question, then whatever arrives
-within ``max_wait_s`` or until ``max_batch`` are queued — and makes one ``embed_documents`` call.
-While the encoder is busy, new questions queue up and form the next batch, so under load batches
-grow by themselves and an idle server adds at most ``max_wait_s`` to a question.
+its own vector. There is no worker thread: a caller that finds the encoder idle runs it itself (the
+leader) for the first question, what arrives within ``max_wait_s`` or until ``max_batch`` are queued,
+in one ``embed_documents`` call; questions that arrive while the encoder is busy queue up, and when the
+call returns the oldest of them leads the next batch. So under load batches grow by themselves, and a
+lone question on an idle server is embedded on its own thread, with no hand-over to another thread
+(measured in-process on a 100k-chunk store: 1.5 ms of a 14 ms question with a worker thread).
 
 Bounded: at most ``max_queue`` questions wait; a caller that finds the queue full waits up to
 ``queue_timeout_s`` for room and is then refused with ``ResourceExhausted`` (never an unbounded queue).
@@ -15,9 +17,9 @@ Bounded: at most ``max_queue`` questions wait; a caller that finds the queue ful
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -35,7 +37,10 @@ if TYPE_CHECKING:
 @dataclass(eq=False)
 class _Request:
     text: str
-    done: threading.Event = field(default_factory=threading.Event)
+    #: Set when the vector (or the error) is there, or when this caller is to lead the next batch.
+    wake: threading.Event = field(default_factory=threading.Event)
+    lead: bool = False
+    finished: bool = False
     vector: Vector | None = None
     error: BaseException | None = None
 
@@ -60,10 +65,12 @@ class BatchingEmbedder(Embedder):
         self.max_tokens = inner.max_tokens
         self._max_batch = max_batch
         self._max_wait_s = max_wait_s
+        self._max_queue = max_queue
         self._queue_timeout_s = queue_timeout_s
-        self._queue: queue.Queue[_Request | None] = queue.Queue(maxsize=max_queue)
-        self._worker: threading.Thread | None = None
-        self._lock = threading.Lock()
+        self._changed = threading.Condition()
+        #: Questions not yet in an encoder call, oldest first; a batch's leader is always the oldest.
+        self._waiting: deque[_Request] = deque()
+        self._running = False  # a leader holds the encoder (invariant: not running → nothing waiting)
         self._closed = False
         #: Encoder calls made for questions, and questions embedded (for tests and benchmarks).
         self.batches = 0
@@ -77,71 +84,78 @@ class BatchingEmbedder(Embedder):
     def tokenizer(self) -> Tokenizer:
         return self._inner.tokenizer
 
+    def waiting(self) -> int:
+        """Questions queued for the encoder (not yet in a call)."""
+        with self._changed:
+            return len(self._waiting)
+
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         return self._inner.embed_documents(texts)
 
     def embed_query(self, text: str) -> Vector:
         """The vector of ``text``, computed in one encoder call with the questions queued beside it."""
-        self._start()
         request = _Request(text)
-        try:
-            self._queue.put(request, timeout=self._queue_timeout_s)
-        except queue.Full:
-            raise ResourceExhausted(
-                "too many questions are waiting to be embedded; try again shortly", retry_after_s=1.0
-            ) from None
-        request.done.wait()
+        with self._changed:
+            self._refuse_if_closed()
+            if len(self._waiting) >= self._max_queue and not self._changed.wait_for(
+                lambda: len(self._waiting) < self._max_queue or self._closed, timeout=self._queue_timeout_s
+            ):
+                raise ResourceExhausted(
+                    "too many questions are waiting to be embedded; try again shortly", retry_after_s=1.0
+                )
+            self._refuse_if_closed()
+            self._waiting.append(request)
+            if self._running:
+                self._changed.notify_all()  # a leader gathering within max_wait_s sees the arrival
+            else:
+                self._running = request.lead = True
+        while not request.finished:
+            if request.lead:
+                request.lead = False
+                self._lead()
+            else:
+                request.wake.wait()
+                request.wake.clear()
         if request.error is not None:
             raise request.error
         assert request.vector is not None
         return request.vector
 
     def close(self) -> None:
-        """Stop the worker once the questions queued so far are answered."""
-        with self._lock:
+        """Refuse new questions; return once those queued so far are answered, then close the encoder."""
+        with self._changed:
             if self._closed:
                 return
             self._closed = True
-            worker = self._worker
-        if worker is not None:
-            self._queue.put(None)
-            worker.join()
+            self._changed.notify_all()
+            self._changed.wait_for(lambda: not self._running)
         close = getattr(self._inner, "close", None)
         if close is not None:
             close()
 
-    def _start(self) -> None:
-        with self._lock:
-            if self._closed:
-                raise Unavailable("the question embedder is closed")
-            if self._worker is None:  # created on first use: no thread at import or construction
-                self._worker = threading.Thread(target=self._run, name="docqa-query-batcher", daemon=True)
-                self._worker.start()
+    def _refuse_if_closed(self) -> None:
+        if self._closed:
+            raise Unavailable("the question embedder is closed")
 
-    def _run(self) -> None:
-        while True:
-            first = self._queue.get()
-            if first is None:
-                return
-            batch = [first]
-            stop = self._collect(batch)
+    def _lead(self) -> None:
+        """Run one batch from the oldest waiting question (this caller's), then hand the encoder on."""
+        with self._changed:
+            deadline = time.monotonic() + self._max_wait_s
+            while len(self._waiting) < self._max_batch and (remaining := deadline - time.monotonic()) > 0:
+                self._changed.wait(remaining)
+            batch = [self._waiting.popleft() for _ in range(min(self._max_batch, len(self._waiting)))]
+            self._changed.notify_all()  # room in the queue
+        try:
             self._embed(batch)
-            if stop:
-                return
-
-    def _collect(self, batch: list[_Request]) -> bool:
-        """Add to ``batch`` what arrives within the wait or is queued already; True when asked to stop."""
-        deadline = time.monotonic() + self._max_wait_s
-        while len(batch) < self._max_batch:
-            remaining = deadline - time.monotonic()
-            try:
-                item = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
-            except queue.Empty:
-                return False
-            if item is None:
-                return True
-            batch.append(item)
-        return False
+        finally:
+            with self._changed:
+                if self._waiting:
+                    following = self._waiting[0]
+                    following.lead = True
+                    following.wake.set()
+                else:
+                    self._running = False
+                    self._changed.notify_all()  # close() may be waiting for the encoder
 
     def _embed(self, batch: list[_Request]) -> None:
         try:
@@ -151,10 +165,12 @@ class BatchingEmbedder(Embedder):
         except BaseException as exc:  # every waiting caller learns of the failure, none hangs
             for request in batch:
                 request.error = exc
-                request.done.set()
+                request.finished = True
+                request.wake.set()
             return
         self.batches += 1
         self.questions += len(batch)
         for request, vector in zip(batch, vectors, strict=True):
             request.vector = np.ascontiguousarray(vector, dtype=np.float32)
-            request.done.set()
+            request.finished = True
+            request.wake.set()

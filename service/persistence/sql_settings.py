@@ -279,16 +279,27 @@ class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
     def acls(self, store_id: str, document_ids: Iterable[str]) -> Mapping[str, Acl]:
         wanted = list(dict.fromkeys(document_ids))
         with self._session() as s:
-            existing: set[str] = set()
+            # Which documents exist and their ingested ACL rows, in one statement (a document without rows
+            # comes back once, with no principal); then the overrides of those that exist.
+            allow: dict[str, set[str]] = {}
+            deny: dict[str, set[str]] = {}
             for i in range(0, len(wanted), _BATCH):
-                batch = wanted[i : i + _BATCH]
-                existing.update(
-                    s.scalars(select(DocumentRow.id).where(DocumentRow.store_id == store_id, DocumentRow.id.in_(batch)))
+                rows = s.execute(
+                    select(DocumentRow.id, AclRow.principal, AclRow.effect)
+                    .outerjoin(
+                        AclRow, (AclRow.store_id == DocumentRow.store_id) & (AclRow.document_id == DocumentRow.id)
+                    )
+                    .where(DocumentRow.store_id == store_id, DocumentRow.id.in_(wanted[i : i + _BATCH]))
                 )
-            present = [d for d in wanted if d in existing]
-            ingested = read_acls(s, store_id, present, AclRow)
+                for document_id, principal, effect in rows:
+                    allowed, denied = allow.setdefault(document_id, set()), deny.setdefault(document_id, set())
+                    if principal is not None:
+                        (allowed if effect == "allow" else denied).add(principal)
+            present = [d for d in wanted if d in allow]
             overrides = self._overrides(s, store_id, present)
-        return {d: overrides[d].acl if d in overrides else ingested.get(d, Acl()) for d in present}
+        return {
+            d: overrides[d].acl if d in overrides else Acl(frozenset(allow[d]), frozenset(deny[d])) for d in present
+        }
 
     def set_ingested_acl(self, store_id: str, document_id: str, acl: Acl) -> None:
         with self._session() as s:

@@ -11,7 +11,10 @@ from service.domain.threshold import Threshold
 
 
 class Clock:
-    """Milliseconds per step of a query (``embed``, ``search``, ``lexical``, ``access``, ``generate``, ``total``)."""
+    """Milliseconds per step of a query (``embed``, ``search``, ``lexical``, ``access``, ``generate``, ``total``).
+
+    ``lexical`` may have run beside ``embed``; ``lexical_wait`` is then what the query waited for it after its
+    dense search."""
 
     def __init__(self) -> None:
         self.timings: dict[str, float] = {}
@@ -22,6 +25,11 @@ class Clock:
         now = time.perf_counter()
         self.timings[name] = self.timings.get(name, 0.0) + (now - self._mark) * 1000
         self._mark = now
+
+    def add(self, name: str, ms: float) -> None:
+        """``ms`` of work done beside the query's own thread (it overlapped other steps: the timings of a
+        query then add up to more than its total)."""
+        self.timings[name] = self.timings.get(name, 0.0) + ms
 
     def total(self) -> dict[str, float]:
         self.timings["total"] = (time.perf_counter() - self._start) * 1000

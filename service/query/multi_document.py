@@ -23,18 +23,18 @@ def multi_document_scope(
     k = limits.chunk_count(max_chunks, ctx.store.max_chunks, allow_whole=True)
     retrieval.readable_or_not_found(ctx, document_ids)
     effective, threshold = ctx.thresholds()
-    vector = retrieval.embed(ctx)
     store_id = ctx.store.id
     within = restrict(and_(acl_filter(ctx.principals), documents_filter(document_ids)), filters)
     one = len(document_ids) == 1
     if k != WHOLE_DOCUMENTS:
-        candidates = retrieval.candidates(
-            ctx, threshold, k, vector, within, lambda n: retrieval.index.exact(store_id, vector, n, within)
+        vector, candidates = retrieval.candidates(
+            ctx, threshold, k, within, lambda v, n: retrieval.index.exact(store_id, v, n, within)
         )
         ranked, warning = retrieval.rerank(ctx, vector, candidates)
         return Scope(ranked[:k], threshold, effective, one_document=one, warnings=(warning,) if warning else ())
     # Whole documents: rank each by its best chunk (one bounded request), send the full text.
     documents = len(set(document_ids))
+    vector = retrieval.embed(ctx)
     best = retrieval.search(
         ctx, None, documents, lambda n: retrieval.index.best_per_document(store_id, vector, n, within)
     )

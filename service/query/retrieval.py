@@ -15,6 +15,7 @@ from service.domain.store import Store
 from service.persistence.ports import DocumentCatalog
 from service.query.context import QueryContext
 from service.query.fusion import fuse, runs_dense, runs_lexical
+from service.query.overlap import Overlap
 from service.query.reranking import Reranking
 from service.ranking.port import Reranker
 
@@ -35,6 +36,11 @@ class _Batch:
     hits: list[SearchHit]
     more: bool
     deeper: bool = False
+
+
+def first_fetch(k: int) -> int:
+    """How many hits the first round of a search for ``k`` asks for: room for some the access check drops."""
+    return min(max(2 * k, k + 8), MAX_FETCH) if k < MAX_FETCH else k
 
 
 def _more(hits: Sequence[SearchHit], asked: int, threshold: float | None) -> bool:
@@ -63,6 +69,7 @@ class Retrieval:
         self._checker = checker
         self._embedder_for = embedder_for
         self._context_tokens = context_tokens
+        self._overlap = Overlap()
 
     def embed(self, ctx: QueryContext) -> Vector:
         """The question's vector in the store's embedding model."""
@@ -95,31 +102,49 @@ class Retrieval:
         ctx: QueryContext,
         threshold: float | None,
         k: int,
-        vector: Vector,
         restrict: Filter,
-        dense: Callable[[int], list[SearchHit]],
-    ) -> list[SearchHit]:
-        """Up to ``max(k, CANDIDATES)`` chunks, best first: the dense search ``dense`` and the lexical search
-        of the question, both within ``restrict``, fused by the store's method, then the readable ones that
-        pass the threshold (on the cosine, which is every fused hit's score). The caller cuts to ``k``."""
+        dense: Callable[[Vector, int], list[SearchHit]],
+    ) -> tuple[Vector, list[SearchHit]]:
+        """The question's vector, and up to ``max(k, CANDIDATES)`` chunks, best first: the dense search
+        ``dense(vector, n)`` and the lexical search of the question, both within ``restrict``, fused by the
+        store's method, then the readable ones that pass the threshold (on the cosine, which is every fused
+        hit's score). The caller cuts to ``k``.
+
+        The lexical search needs no vector, so its first round runs beside the question's embedding, on a
+        thread of its own when one is free (``Overlap``)."""
         store = ctx.store
         method = store.fusion
+        want = max(k, self._candidates)
+        first = first_fetch(want)
+        early = (
+            self._overlap.start(self.index.lexical, store.id, ctx.question, first, restrict)
+            if runs_lexical(method)
+            else None
+        )
+        vector = self.embed(ctx)
 
         def batch(n: int) -> _Batch:
+            nonlocal early
             dense_hits: list[SearchHit] = []
             lexical_hits: list[SearchHit] = []
             if runs_dense(method):
-                dense_hits = dense(n)
+                dense_hits = dense(vector, n)
                 ctx.clock.lap("search")
             if runs_lexical(method):
-                lexical_hits = self.index.lexical(store.id, ctx.question, n, restrict)
-                ctx.clock.lap("lexical")
+                if early is not None and n == first:
+                    lexical_hits, took_ms = early.result()
+                    ctx.clock.lap("lexical_wait")
+                    ctx.clock.add("lexical", took_ms)
+                else:
+                    lexical_hits = self.index.lexical(store.id, ctx.question, n, restrict)
+                    ctx.clock.lap("lexical")
+                early = None
             # Every chunk at or above the threshold is in a deep enough dense list, so only the dense list
             # widens for the threshold; the lexical list widens only past unreadable hits.
             fused = fuse(method, dense_hits, lexical_hits, vector, store.lexical_weight)
             return _Batch(fused, runs_dense(method) and _more(dense_hits, n, threshold), len(lexical_hits) >= n)
 
-        return self._widened(ctx, threshold, max(k, self._candidates), batch)
+        return vector, self._widened(ctx, threshold, want, batch)
 
     def rerank(self, ctx: QueryContext, vector: Vector, hits: list[SearchHit]) -> tuple[list[SearchHit], str | None]:
         """The readable, thresholded candidates in the reranker's order (scores stay the cosines), and a warning
@@ -135,7 +160,7 @@ class Retrieval:
         the search fetches more than ``k`` and widens while the authoritative
         check (or the threshold) dropped hits and more may exist.
         """
-        fetch = min(max(2 * k, k + 8), MAX_FETCH) if k < MAX_FETCH else k
+        fetch = first_fetch(k)
         while True:
             found = run(fetch)
             hits = found.hits

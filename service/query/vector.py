@@ -14,10 +14,9 @@ def vector_scope(retrieval: Retrieval, limits: Limits, ctx: QueryContext, query:
     """The top chunks of the store the caller may read that pass the threshold."""
     k = limits.chunk_count(query.max_chunks, ctx.store.max_chunks)
     effective, threshold = ctx.thresholds()
-    vector = retrieval.embed(ctx)
     store_id, allowed = ctx.store.id, restrict(acl_filter(ctx.principals), query.filters)
-    candidates = retrieval.candidates(
-        ctx, threshold, k, vector, allowed, lambda n: retrieval.index.knn(store_id, vector, n, allowed)
+    vector, candidates = retrieval.candidates(
+        ctx, threshold, k, allowed, lambda v, n: retrieval.index.knn(store_id, v, n, allowed)
     )
     ranked, warning = retrieval.rerank(ctx, vector, candidates)
     return Scope(ranked[:k], threshold, effective, one_document=False, warnings=(warning,) if warning else ())

@@ -159,7 +159,7 @@ def test_an_export_failure_falls_back_to_torch_with_one_warning(
     assert len(warnings) == 1 and "the exporter is broken today" in warnings[0] and "torch" in warnings[0]
     assert embedder.backend == "torch"
     assert np.allclose(first, torch_embedder.embed_documents(["How many vacation days do I get?", "travel budget"]))
-    assert np.allclose(second, first[1])
+    assert np.allclose(second, first[1], atol=1e-6)  # alone vs padded in a batch: the last bits differ
     assert not list((tmp_path / "models").glob("*/model.onnx"))
 
 

@@ -111,11 +111,11 @@ def test_candidates_are_more_than_k_and_the_scope_cuts(world: World) -> None:
     store = world.repo.get_store(STORE)
     assert store is not None
     ctx = QueryContext(store, QUESTION, 0.0, frozenset({"group:everyone"}))
-    vector = world.embedder.embed_query(QUESTION)
     allowed = acl_filter(ctx.principals)
-    found = world.engine._retrieval.candidates(  # the reranker's input, before the cut
-        ctx, None, 1, vector, allowed, lambda n: world.index.knn(STORE, vector, n, allowed)
+    vector, found = world.engine._retrieval.candidates(  # the reranker's input, before the cut
+        ctx, None, 1, allowed, lambda v, n: world.index.knn(STORE, v, n, allowed)
     )
+    np.testing.assert_array_equal(vector, world.embedder.embed_query(QUESTION))
     assert len(found) == CANDIDATES
     assert len({h.chunk.chunk_id for h in found}) == CANDIDATES
     assert len(_ask(world, VectorQuery(STORE, QUESTION, level=0, max_chunks=3))) == 3

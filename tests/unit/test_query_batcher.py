@@ -60,7 +60,7 @@ class Callers:
 
 
 def _until_queued(batcher: BatchingEmbedder, count: int) -> None:
-    while batcher._queue.qsize() < count:
+    while batcher.waiting() < count:
         threading.Event().wait(0.001)
 
 
@@ -166,3 +166,67 @@ def test_a_server_app_batches_questions_unless_configured_off(tmp_path: Path) ->
     assert not isinstance(off.embedder(), BatchingEmbedder)
     for each in (app, off):
         each.close()
+
+
+class ThreadRecordingEmbedder(FakeEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[int] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.threads.append(threading.get_ident())
+        return super().embed_documents(texts)
+
+
+def test_a_lone_question_is_embedded_on_its_callers_own_thread() -> None:
+    inner = ThreadRecordingEmbedder()
+    batcher = BatchingEmbedder(inner, max_wait_s=0.0)
+    before = threading.active_count()
+    batcher.embed_query("vacation days")
+    batcher.embed_query("parking")
+    assert inner.threads == [threading.get_ident()] * 2  # no hand-over to a worker thread
+    assert threading.active_count() == before
+    batcher.close()
+
+
+class FailOnceEmbedder(SlowEmbedder):
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        vectors = super().embed_documents(texts)
+        if len(self.sizes) == 1:
+            raise Unavailable("the encoder hiccupped")
+        return vectors
+
+
+def test_after_a_failed_batch_the_questions_queued_behind_it_are_still_answered() -> None:
+    inner = FailOnceEmbedder()
+    batcher = BatchingEmbedder(inner, max_batch=4, max_wait_s=0.0)
+    first = Callers(batcher, ["fails"])
+    assert inner.entered.wait(timeout=10)
+    rest = Callers(batcher, [f"q{i}" for i in range(6)])
+    _until_queued(batcher, 6)
+    inner.gate.set()
+    failed, answered = first.results(), rest.results()
+    assert isinstance(failed["fails"], Unavailable)
+    assert all(isinstance(v, np.ndarray) for v in answered.values()) and len(answered) == 6
+    assert inner.sizes == [1, 4, 2]
+    batcher.close()
+
+
+def test_close_waits_for_the_questions_already_queued() -> None:
+    inner = SlowEmbedder()
+    batcher = BatchingEmbedder(inner, max_batch=2, max_wait_s=0.0)
+    first = Callers(batcher, ["busy"])
+    assert inner.entered.wait(timeout=10)
+    queued = Callers(batcher, ["a", "b", "c"])
+    _until_queued(batcher, 3)
+    closing = threading.Thread(target=batcher.close)
+    closing.start()
+    closing.join(timeout=0.05)
+    assert closing.is_alive()  # the encoder is still busy with queued questions
+    with pytest.raises(Unavailable, match="closed"):
+        batcher.embed_query("late")
+    inner.gate.set()
+    closing.join(timeout=10)
+    results = first.results() | queued.results()
+    assert all(isinstance(v, np.ndarray) for v in results.values()) and len(results) == 4
+    assert inner.sizes == [1, 2, 1]

@@ -64,6 +64,17 @@ def _until_queued(batcher: BatchingEmbedder, count: int) -> None:
         threading.Event().wait(0.001)
 
 
+def _queued_behind_a_busy_encoder(
+    batcher: BatchingEmbedder, inner: SlowEmbedder, first: str, questions: list[str]
+) -> tuple[Callers, Callers]:
+    """``first`` held in the encoder (until ``inner.gate`` is set), and ``questions`` queued behind it."""
+    held = Callers(batcher, [first])
+    assert inner.entered.wait(timeout=10)
+    queued = Callers(batcher, questions)
+    _until_queued(batcher, len(questions))
+    return held, queued
+
+
 def test_concurrent_questions_share_few_encoder_calls_and_each_caller_gets_its_own_vector() -> None:
     inner = SlowEmbedder()
     batcher = BatchingEmbedder(inner, max_batch=64, max_wait_s=0.0)
@@ -87,10 +98,7 @@ def test_concurrent_questions_share_few_encoder_calls_and_each_caller_gets_its_o
 def test_a_batch_holds_at_most_max_batch_questions() -> None:
     inner = SlowEmbedder()
     batcher = BatchingEmbedder(inner, max_batch=8, max_wait_s=0.0)
-    first = Callers(batcher, ["first"])
-    assert inner.entered.wait(timeout=10)
-    rest = Callers(batcher, [f"q{i}" for i in range(20)])
-    _until_queued(batcher, 20)
+    first, rest = _queued_behind_a_busy_encoder(batcher, inner, "first", [f"q{i}" for i in range(20)])
     inner.gate.set()
     first.results()
     rest.results()
@@ -200,10 +208,7 @@ class FailOnceEmbedder(SlowEmbedder):
 def test_after_a_failed_batch_the_questions_queued_behind_it_are_still_answered() -> None:
     inner = FailOnceEmbedder()
     batcher = BatchingEmbedder(inner, max_batch=4, max_wait_s=0.0)
-    first = Callers(batcher, ["fails"])
-    assert inner.entered.wait(timeout=10)
-    rest = Callers(batcher, [f"q{i}" for i in range(6)])
-    _until_queued(batcher, 6)
+    first, rest = _queued_behind_a_busy_encoder(batcher, inner, "fails", [f"q{i}" for i in range(6)])
     inner.gate.set()
     failed, answered = first.results(), rest.results()
     assert isinstance(failed["fails"], Unavailable)
@@ -215,10 +220,7 @@ def test_after_a_failed_batch_the_questions_queued_behind_it_are_still_answered(
 def test_close_waits_for_the_questions_already_queued() -> None:
     inner = SlowEmbedder()
     batcher = BatchingEmbedder(inner, max_batch=2, max_wait_s=0.0)
-    first = Callers(batcher, ["busy"])
-    assert inner.entered.wait(timeout=10)
-    queued = Callers(batcher, ["a", "b", "c"])
-    _until_queued(batcher, 3)
+    first, queued = _queued_behind_a_busy_encoder(batcher, inner, "busy", ["a", "b", "c"])
     closing = threading.Thread(target=batcher.close)
     closing.start()
     closing.join(timeout=0.05)

@@ -71,6 +71,7 @@ class BatchingEmbedder(Embedder):
         #: Questions not yet in an encoder call, oldest first; a batch's leader is always the oldest.
         self._waiting: deque[_Request] = deque()
         self._running = False  # a leader holds the encoder (invariant: not running → nothing waiting)
+        self._gathering = False  # the leader waits (max_wait_s) for its batch to fill
         self._closed = False
         #: Encoder calls made for questions, and questions embedded (for tests and benchmarks).
         self.batches = 0
@@ -97,8 +98,8 @@ class BatchingEmbedder(Embedder):
         request = _Request(text)
         with self._changed:
             self._refuse_if_closed()
-            if len(self._waiting) >= self._max_queue and not self._changed.wait_for(
-                lambda: len(self._waiting) < self._max_queue or self._closed, timeout=self._queue_timeout_s
+            if self._queued() >= self._max_queue and not self._changed.wait_for(
+                lambda: self._queued() < self._max_queue or self._closed, timeout=self._queue_timeout_s
             ):
                 raise ResourceExhausted(
                     "too many questions are waiting to be embedded; try again shortly", retry_after_s=1.0
@@ -133,6 +134,12 @@ class BatchingEmbedder(Embedder):
         if close is not None:
             close()
 
+    def _queued(self) -> int:
+        """Questions that count against ``max_queue``: those waiting for the encoder to come free, not those a
+        gathering leader will take into its batch."""
+        waiting = len(self._waiting)
+        return waiting - min(waiting, self._max_batch) if self._gathering else waiting
+
     def _refuse_if_closed(self) -> None:
         if self._closed:
             raise Unavailable("the question embedder is closed")
@@ -141,8 +148,10 @@ class BatchingEmbedder(Embedder):
         """Run one batch from the oldest waiting question (this caller's), then hand the encoder on."""
         with self._changed:
             deadline = time.monotonic() + self._max_wait_s
+            self._gathering = True
             while len(self._waiting) < self._max_batch and (remaining := deadline - time.monotonic()) > 0:
                 self._changed.wait(remaining)
+            self._gathering = False
             batch = [self._waiting.popleft() for _ in range(min(self._max_batch, len(self._waiting)))]
             self._changed.notify_all()  # room in the queue
         try:

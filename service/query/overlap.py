@@ -35,13 +35,19 @@ class Overlap:
         None when every thread is busy (the caller runs the work itself)."""
         if not self._free.acquire(blocking=False):
             return None
+        job = _Job()
         try:
-            return self._executor().submit(self._timed, call, *args)
-        except RuntimeError:  # the interpreter is shutting down
-            self._free.release()
+            return self._executor().submit(self._timed, job, call, *args)
+        except RuntimeError:
+            # Shut down, or no thread could be started: the work may be queued all the same. Whoever claims
+            # it first owns the slot, so it never runs on the pool once its caller was told to run it.
+            if job.claim(_ABANDONED):
+                self._free.release()
             return None
 
-    def _timed(self, call: Callable[..., T], *args: Any) -> tuple[T, float]:
+    def _timed(self, job: _Job, call: Callable[..., T], *args: Any) -> tuple[T, float]:
+        if not job.claim(_RUNNING):
+            raise RuntimeError("abandoned: its caller ran it")  # nobody waits on this future
         started = time.perf_counter()
         try:
             return call(*args), (time.perf_counter() - started) * 1000
@@ -53,3 +59,21 @@ class Overlap:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="docqa-overlap")
             return self._pool
+
+
+_RUNNING, _ABANDONED = "running", "abandoned"
+
+
+class _Job:
+    """Who got to a queued call first: the pool thread that runs it, or its caller giving it up."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state: str | None = None
+
+    def claim(self, state: str) -> bool:
+        with self._lock:
+            if self._state is not None:
+                return False
+            self._state = state
+            return True

@@ -126,3 +126,31 @@ def test_the_pool_takes_work_only_with_a_thread_free() -> None:
     assert again is not None
     value, took_ms = again.result(timeout=5)
     assert value == 42 and took_ms >= 0
+
+
+def test_work_the_pool_could_not_start_a_thread_for_runs_once_by_its_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``submit`` queues the work before starting a thread; when that start fails the caller is told to run the
+    work itself, and the queued copy must not run on the pool later (nor give its slot back twice)."""
+    overlap = Overlap(threads=2)
+    gate = threading.Event()
+    runs: list[str] = []
+    first = overlap.start(lambda: (gate.wait(5), runs.append("first")))
+    assert first is not None
+    start = threading.Thread.start
+
+    def failing_start(thread: threading.Thread) -> None:
+        if thread.name.startswith("docqa-overlap"):
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", failing_start)
+    assert overlap.start(lambda: runs.append("second")) is None  # the caller runs it inline
+    monkeypatch.setattr(threading.Thread, "start", start)
+    gate.set()
+    first.result(timeout=5)
+    again = overlap.start(lambda: runs.append("third"))
+    assert again is not None
+    again.result(timeout=5)
+    assert runs == ["first", "third"]
+    both = [overlap.start(gate.wait, 5), overlap.start(gate.wait, 5)]
+    assert all(f is not None for f in both) and overlap.start(lambda: 0) is None  # still exactly two slots

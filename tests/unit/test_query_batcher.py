@@ -115,6 +115,18 @@ def test_a_lone_question_is_embedded_after_the_short_wait() -> None:
     assert inner.calls == 1
 
 
+def test_questions_a_gathering_leader_will_take_do_not_count_against_the_queue() -> None:
+    """With a wait for company, the batch being gathered is not queued: a queue of one refuses nobody while the
+    encoder is idle."""
+    inner = FakeEmbedder()
+    batcher = BatchingEmbedder(inner, max_batch=6, max_wait_s=10.0, max_queue=1, queue_timeout_s=0.01)
+    callers = Callers(batcher, [f"q{i}" for i in range(6)])  # the batch is full at six: no 10 s wait
+    results = callers.results()
+    batcher.close()
+    assert all(isinstance(v, np.ndarray) for v in results.values()) and len(results) == 6
+    assert inner.calls == 1
+
+
 def test_a_full_queue_refuses_with_resource_exhausted_after_a_brief_wait() -> None:
     inner = SlowEmbedder()
     batcher = BatchingEmbedder(inner, max_batch=1, max_wait_s=0.0, max_queue=2, queue_timeout_s=0.01)

@@ -22,7 +22,6 @@ that hold a word of the question (``bench/lexical.py``).
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 import threading
 import weakref
@@ -83,12 +82,11 @@ def lexical_search(store: OpenStore, store_id: str, text: str, k: int, filter_: 
             with store.db_lock:
                 if found is None:
                     found = _ranked_allowed(store.table, rows, mask, match, k)
-                records = {} if found is None else store.table.fetch([seq for _, seq, _ in found])
+                # Each hit carries a copy of its vector (for the cosine), made while the read lock holds the rows.
+                vectors = {} if found is None else {seq: rows.vectors[row].copy() for row, seq, _ in found}
+                records = {} if found is None else store.table.fetch([seq for _, seq, _ in found], vectors)
             if found is not None and len(records) == len(found):
-                return [
-                    SearchHit(dataclasses.replace(records[seq], vector=rows.vectors[row].copy()), score)
-                    for row, seq, score in found
-                ]
+                return [SearchHit(records[seq], score) for _, seq, score in found]
         store.stale = True  # the database holds rows the memory does not: another process wrote
     raise IndexUnavailable("the embedded index kept changing during the search; retry")
 

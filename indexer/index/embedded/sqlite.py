@@ -31,7 +31,7 @@ from indexer.index.embedded.fulltext import ensure_fulltext, ranked
 from indexer.index.embedded.lexicon import Lexicon, postings_in, read_lexicon
 from indexer.index.embedded.rows import RowAttributes
 from indexer.index.embedded.saved_rows import ChangeMark
-from indexer.index.port import ChunkRecord
+from indexer.index.port import ChunkRecord, Vector
 from indexer.private_files import private_file
 
 log = logging.getLogger(__name__)
@@ -125,7 +125,7 @@ def _instant(millis: object) -> datetime | None:
     return None if millis is None else from_millis(int(str(millis)))
 
 
-def _decode_meta(row: sqlite3.Row | tuple[object, ...]) -> ChunkRecord:
+def _decode_meta(row: sqlite3.Row | tuple[object, ...], vector: Vector | None = None) -> ChunkRecord:
     (_, chunk_id, document_id, ordinal, text, title, uri, heading, start, end, allow, deny, pages, anchor) = row[:14]
     content_type, modified, indexed_at, metadata = row[14:]
     return ChunkRecord(
@@ -145,6 +145,7 @@ def _decode_meta(row: sqlite3.Row | tuple[object, ...]) -> ChunkRecord:
         modified=_instant(modified),
         indexed_at=_instant(indexed_at),
         metadata=_metadata(str(metadata)),
+        vector=vector,
     )
 
 
@@ -403,9 +404,12 @@ class ChunkTable:
                 (_principals(acl.allow), _principals(acl.deny), document_id),
             )
 
-    def fetch(self, seqs: Sequence[int]) -> dict[int, ChunkRecord]:
-        """Metadata (no vector) of the rows with these seqs that still exist."""
-        return {int(row[0]): _decode_meta(row) for row in self._by_seq(_META_COLUMNS, seqs)}
+    def fetch(self, seqs: Sequence[int], vectors: Mapping[int, Vector] | None = None) -> dict[int, ChunkRecord]:
+        """Metadata of the rows with these seqs that still exist; each with its vector from ``vectors`` (by seq)
+        when given, else none."""
+        if vectors is None:
+            return {int(row[0]): _decode_meta(row) for row in self._by_seq(_META_COLUMNS, seqs)}
+        return {int(row[0]): _decode_meta(row, vectors.get(int(row[0]))) for row in self._by_seq(_META_COLUMNS, seqs)}
 
     def lexicon(self, max_postings: int, cancel: threading.Event) -> Lexicon | None:
         """The FTS5 index in memory (``lexicon``); None when it holds more than ``max_postings`` pairs."""

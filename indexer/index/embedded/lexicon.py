@@ -22,7 +22,7 @@ import math
 import sqlite3
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache, lru_cache
 
 import numpy as np
@@ -60,6 +60,12 @@ class Lexicon:
     spans: dict[str, tuple[int, int]]  # token -> [start, end) in positions/freqs
     positions: Positions
     freqs: npt.NDArray[np.float32]  # weighted frequency (small integers: exact in float32)
+    #: Per row, bm25's length term ``k1 * (1 - b + b * D / avgdl)``: the same values every query computed per
+    #: posting (the same operations in the same order), once.
+    norms: Floats = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "norms", K1 * ((1 - B) + B * self.sizes / self.avgdl))
 
     @property
     def postings(self) -> int:
@@ -86,7 +92,7 @@ class Lexicon:
             at = self.positions[start:end]
             freq = self.freqs[start:end].astype(np.float64)
             # fts5Bm25Function: idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))), in this order.
-            scores[at] += idf * ((freq * (K1 + 1.0)) / (freq + K1 * ((1 - B) + B * self.sizes[at] / self.avgdl)))
+            scores[at] += idf * ((freq * (K1 + 1.0)) / (freq + self.norms[at]))
         return scores
 
 

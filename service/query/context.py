@@ -23,12 +23,12 @@ class Clock:
 
     def lap(self, name: str) -> None:
         now = time.perf_counter()
-        self.timings[name] = self.timings.get(name, 0.0) + (now - self._mark) * 1000
+        self.add(name, (now - self._mark) * 1000)
         self._mark = now
 
     def add(self, name: str, ms: float) -> None:
-        """``ms`` of work done beside the query's own thread (it overlapped other steps: the timings of a
-        query then add up to more than its total)."""
+        """Count ``ms`` to step ``name``: ``lap`` does for the query's own steps; work done beside the query's
+        thread is added directly (it overlapped other steps: the timings then add up to more than the total)."""
         self.timings[name] = self.timings.get(name, 0.0) + ms
 
     def total(self) -> dict[str, float]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import struct
@@ -44,16 +45,25 @@ def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "index"
 
 
+@contextlib.contextmanager
+def serving(data_dir: Path, chunks: list[ChunkRecord]) -> Iterator[EmbeddedIndex]:
+    """A running index serving ``chunks`` in one store whose graph is built (and so saved, with its rows)."""
+    index = EmbeddedIndex(data_dir, background=False)
+    try:
+        index.ensure(StoreSpec(STORE, DIM))
+        index.upsert(STORE, chunks)
+        index.prepare(STORE)
+        yield index
+    finally:
+        index.close()
+
+
 @pytest.fixture
 def served(data_dir: Path) -> Iterator[tuple[EmbeddedIndex, list[ChunkRecord]]]:
     """A store of ``ROWS`` chunks whose graph is built (and so saved), served by a running index."""
-    index = EmbeddedIndex(data_dir, background=False)
-    index.ensure(StoreSpec(STORE, DIM))
     chunks = corpus(ROWS)
-    index.upsert(STORE, chunks)
-    index.prepare(STORE)
-    yield index, chunks
-    index.close()
+    with serving(data_dir, chunks) as index:
+        yield index, chunks
 
 
 def graph_file(data_dir: Path, store: str = STORE) -> Path:

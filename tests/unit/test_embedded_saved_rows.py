@@ -25,7 +25,7 @@ from indexer.index.embedded.rows import RowAttributes, RowTable
 from indexer.index.filters import acl_filter, and_, documents_filter
 from indexer.index.port import ChunkRecord, StoreSpec
 from tests.contract.index_contract import DIM, STORE, chunk, random_vectors
-from tests.unit.test_embedded_live import ids
+from tests.unit.test_embedded_live import ids, serving
 
 ROWS = 4000
 EVERYONE = acl_filter(["group:everyone"])
@@ -53,13 +53,9 @@ def data_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def served(data_dir: Path) -> Iterator[tuple[EmbeddedIndex, list[ChunkRecord]]]:
     """A store whose graph (and rows) were saved, served by a running index."""
-    index = EmbeddedIndex(data_dir, background=False)
-    index.ensure(StoreSpec(STORE, DIM))
     chunks = corpus(ROWS)
-    index.upsert(STORE, chunks)
-    index.prepare(STORE)
-    yield index, chunks
-    index.close()
+    with serving(data_dir, chunks) as index:
+        yield index, chunks
 
 
 def answers(index: EmbeddedIndex) -> list[object]:

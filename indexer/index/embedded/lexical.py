@@ -79,12 +79,14 @@ def lexical_search(store: OpenStore, store_id: str, text: str, k: int, filter_: 
                 return []
             found = _from_lexicon(store, rows, mask, terms, k)
             store.last_lexical = "fts5" if found is None else "memory"
+            records = {}
             with store.db_lock:
                 if found is None:
                     found = _ranked_allowed(store.table, rows, mask, match, k)
-                # Each hit carries a copy of its vector (for the cosine), made while the read lock holds the rows.
-                vectors = {} if found is None else {seq: rows.vectors[row].copy() for row, seq, _ in found}
-                records = {} if found is None else store.table.fetch([seq for _, seq, _ in found], vectors)
+                if found is not None:
+                    # Each hit carries a copy of its vector (for the cosine), made while the read lock holds the rows.
+                    vectors = {seq: rows.vectors[row].copy() for row, seq, _ in found}
+                    records = store.table.fetch([seq for _, seq, _ in found], vectors)
             if found is not None and len(records) == len(found):
                 return [SearchHit(records[seq], score) for _, seq, score in found]
         store.stale = True  # the database holds rows the memory does not: another process wrote

@@ -407,9 +407,8 @@ class ChunkTable:
     def fetch(self, seqs: Sequence[int], vectors: Mapping[int, Vector] | None = None) -> dict[int, ChunkRecord]:
         """Metadata of the rows with these seqs that still exist; each with its vector from ``vectors`` (by seq)
         when given, else none."""
-        if vectors is None:
-            return {int(row[0]): _decode_meta(row) for row in self._by_seq(_META_COLUMNS, seqs)}
-        return {int(row[0]): _decode_meta(row, vectors.get(int(row[0]))) for row in self._by_seq(_META_COLUMNS, seqs)}
+        vectors = vectors or {}
+        return {(seq := int(row[0])): _decode_meta(row, vectors.get(seq)) for row in self._by_seq(_META_COLUMNS, seqs)}
 
     def lexicon(self, max_postings: int, cancel: threading.Event) -> Lexicon | None:
         """The FTS5 index in memory (``lexicon``); None when it holds more than ``max_postings`` pairs."""

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from acl.errors import DocQAError, InvalidArgument, PermissionDenied
 from indexer.index.attributes import parse_instant
 from service.api.errors import mapping_for
+from service.domain.history import HistoryEntry
 from service.domain.queries import Answer, DocumentQuery, MultiDocumentQuery, Query, VectorQuery
 from service.observability.metrics import Metrics
 from service.persistence.ports import AuditLog, AuditRecord
@@ -86,8 +87,9 @@ class AuditedQueries:
         """
         name = query_class(query)
         started = time.perf_counter()
+        kept: list[HistoryEntry] = []  # the answer's history entry, written with its audit row
         try:
-            answer = self.engine().ask(identity.caller(), query, on_text, cancel)
+            answer = self.engine().ask(identity.caller(), query, on_text, cancel, keep=kept.append)
         except DocQAError as exc:
             self._record_failure(identity, query, name, interface, mapping_for(exc).grpc_status, started)
             raise
@@ -115,7 +117,8 @@ class AuditedQueries:
                 created_at=datetime.now(UTC),
                 document_count=document_count,
                 chunk_count=chunk_count,
-            )
+            ),
+            history=kept,
         )
         if not identity.authenticated:
             log.warning("query %s answered for an unauthenticated caller", answer.query_id)

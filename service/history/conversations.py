@@ -126,9 +126,20 @@ class Conversations:
             )
         )
 
-    def record(self, caller: Caller, store_id: str, question: str, turn: Turn, answer: Answer) -> Answer:
-        """Keep the answered query in the caller's history; the answer with its conversation and rewrite."""
-        self._history.record(
+    def record(
+        self,
+        caller: Caller,
+        store_id: str,
+        question: str,
+        turn: Turn,
+        answer: Answer,
+        keep: Callable[[HistoryEntry], None] | None = None,
+    ) -> Answer:
+        """Keep the answered query in the caller's history; the answer with its conversation and rewrite.
+
+        ``keep``: where the entry goes instead of being committed here (the audited servers write it in one
+        transaction with the query's audit row)."""
+        (keep or self._history.record)(
             HistoryEntry(
                 query_id=answer.query_id,
                 user_id=caller.user_id,

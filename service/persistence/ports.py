@@ -7,12 +7,13 @@ uses; ``SettingsRepository`` is all four, as the SQL adapter provides them.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from acl.model import Acl
+from service.domain.history import HistoryEntry
 from service.domain.store import DocumentRecord, Store
 
 #: The scope of a membership that holds in every store (admin changes, a directory sync).
@@ -130,8 +131,9 @@ class AuditLog(ABC):
     """The query audit trail (never a question or any text)."""
 
     @abstractmethod
-    def record_audit(self, record: AuditRecord) -> None:
-        """Append one query's audit record."""
+    def record_audit(self, record: AuditRecord, history: Sequence[HistoryEntry] = ()) -> None:
+        """Append one query's audit record, and keep ``history`` (its answer's entries in their users' history)
+        in the same transaction: both are kept, or neither."""
 
     @abstractmethod
     def audit_records(

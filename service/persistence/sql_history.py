@@ -103,6 +103,30 @@ def _after(created: Any, query_id: Any, position: Position) -> ColumnElement[boo
     return and_(created <= when, or_(created < when, query_id < position.query_id))
 
 
+def history_row(entry: HistoryEntry) -> HistoryRow:
+    """The row that keeps ``entry`` (also written by the audit log, in one transaction with a query's audit row)."""
+    sources = [
+        {"document_id": s.document_id, "chunk_id": s.chunk_id, "title": s.title, "score": s.score,
+         "relevance": s.relevance}
+        for s in entry.sources
+    ]  # fmt: skip
+    return HistoryRow(
+        query_id=entry.query_id,
+        user_id=entry.user_id,
+        store_id=entry.store_id,
+        query_class=entry.query_class,
+        conversation_id=entry.conversation_id,
+        question=_text(entry.question),
+        rewritten_question=_opt_text(entry.rewritten_question),
+        answer=_opt_text(entry.answer),
+        sources=json.dumps(sources, ensure_ascii=False),
+        quoted_documents=json.dumps(list(entry.quoted_document_ids), ensure_ascii=False),
+        level=entry.level,
+        threshold=entry.threshold,
+        created_at=_utc(entry.created_at),
+    )
+
+
 class SqlHistoryRepository(HistoryRepository):
     """History and ratings in the settings database (its engine, its migrations)."""
 
@@ -113,29 +137,8 @@ class SqlHistoryRepository(HistoryRepository):
         return transaction(self._sessions)
 
     def record(self, entry: HistoryEntry) -> None:
-        sources = [
-            {"document_id": s.document_id, "chunk_id": s.chunk_id, "title": s.title, "score": s.score,
-             "relevance": s.relevance}
-            for s in entry.sources
-        ]  # fmt: skip
         with self._session() as s:
-            s.add(
-                HistoryRow(
-                    query_id=entry.query_id,
-                    user_id=entry.user_id,
-                    store_id=entry.store_id,
-                    query_class=entry.query_class,
-                    conversation_id=entry.conversation_id,
-                    question=_text(entry.question),
-                    rewritten_question=_opt_text(entry.rewritten_question),
-                    answer=_opt_text(entry.answer),
-                    sources=json.dumps(sources, ensure_ascii=False),
-                    quoted_documents=json.dumps(list(entry.quoted_document_ids), ensure_ascii=False),
-                    level=entry.level,
-                    threshold=entry.threshold,
-                    created_at=_utc(entry.created_at),
-                )
-            )
+            s.add(history_row(entry))
 
     def entry(self, query_id: str) -> HistoryEntry | None:
         with self._session() as s:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,12 +30,13 @@ from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 from acl.errors import InvalidArgument, NotFound, Unavailable
 from acl.model import Acl
 from indexer.private_files import private_file
+from service.domain.history import HistoryEntry
 from service.domain.retrieval_settings import RetrievalDefaults
 from service.domain.store import DocumentRecord, Store
 from service.persistence.ports import AuditRecord, SettingsRepository
 from service.persistence.sql_access import AclRow, SqlAccessRows, read_acls, write_ingested_acl
 from service.persistence.sql_base import Base, transaction
-from service.persistence.sql_history import HistoryRow as _HistoryRow  # noqa: F401  (its tables join the metadata)
+from service.persistence.sql_history import history_row  # its tables join the metadata
 
 __all__ = ["Base", "SqlSettingsRepository", "make_engine"]
 
@@ -314,8 +315,9 @@ class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
                 row.content_hash = ""
 
     # the query audit trail (appended with the gRPC/GraphQL servers) ---------------------
-    def record_audit(self, record: AuditRecord) -> None:
-        with self._session() as s:
+    def record_audit(self, record: AuditRecord, history: Sequence[HistoryEntry] = ()) -> None:
+        with self._session() as s:  # one transaction, one flush to disk, for the audit row and the history rows
+            s.add_all(history_row(entry) for entry in history)
             s.add(
                 AuditRow(
                     query_id=record.query_id,

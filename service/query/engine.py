@@ -17,6 +17,7 @@ from acl.errors import ConfigurationError, InvalidArgument, NotFound, Unavailabl
 from indexer.embedder import Embedder
 from indexer.index import Index
 from service.domain.analysis import Comparison, ComparisonRequest, Summary, SummaryRequest
+from service.domain.history import HistoryEntry
 from service.domain.limits import Limits
 from service.domain.queries import Answer, Caller, DocumentQuery, MultiDocumentQuery, Query, VectorQuery
 from service.domain.store import Store
@@ -80,6 +81,7 @@ class QueryEngine:
         query: Query,
         on_text: Callable[[str], None] | None = None,
         cancel: Cancellation | None = None,
+        keep: Callable[[HistoryEntry], None] | None = None,
     ) -> Answer:
         """Run ``query`` for ``caller``; raise InvalidArgument/NotFound before any work.
 
@@ -87,6 +89,8 @@ class QueryEngine:
         handed to ``on_text`` as it is produced, before the answer is returned.
         With ``cancel`` the query stops (Cancelled, DeadlineExceeded) once its
         caller no longer wants the answer, and no language model is kept working for it.
+        With ``keep`` the answer's history entry is handed to it instead of being committed here: whoever passes
+        it must keep the entry before the answer reaches the caller (``AuditedQueries`` does, with the audit row).
         """
         store = self._store(query.store_id)
         question = self._limits.question(query.question)
@@ -121,7 +125,7 @@ class QueryEngine:
             raise Unavailable(LANGUAGE_MODEL_UNAVAILABLE) from None
         if conversations is None or turn is None:
             return answer
-        return conversations.record(caller, store.id, question, turn, answer)
+        return conversations.record(caller, store.id, question, turn, answer, keep)
 
     def summarize(
         self,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import grpc
 import httpx
 import pytest
+from sqlalchemy import event
 
 from service.api.grpc.stubs import Stubs, load
 from service.bootstrap import App
@@ -211,3 +213,49 @@ def test_grpc_history_service(served: tuple[App, Served]) -> None:
             stubs.history.DeleteConversationRequest(conversation_id=first.conversation_id), metadata=meta("bob")
         )
         assert gone.deleted == 2
+
+
+@contextmanager
+def _commits_that_wrote(app: App) -> Iterator[list[list[str]]]:
+    """The tables each committed transaction of the settings database wrote to, as the test runs."""
+    written: list[str] = []
+    wrote: list[list[str]] = []
+
+    def on_execute(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO"):
+            written.append(statement.split()[2].strip('"'))
+
+    def on_commit(conn: Any) -> None:
+        if written:
+            wrote.append(sorted(written))
+            written.clear()
+
+    engine = app.repository.engine  # type: ignore[attr-defined]
+    event.listen(engine, "before_cursor_execute", on_execute)
+    event.listen(engine, "commit", on_commit)
+    try:
+        yield wrote
+    finally:
+        event.remove(engine, "before_cursor_execute", on_execute)
+        event.remove(engine, "commit", on_commit)
+
+
+def test_an_answer_keeps_its_history_entry_and_its_audit_row_in_one_transaction(served: tuple[App, Served]) -> None:
+    """One flush to disk per answered query through the servers, and never a history entry without its audit
+    row: when the audit row cannot be written the caller gets an error and no history entry is kept."""
+    app, _ = served
+    with _commits_that_wrote(app) as wrote:
+        first = _gql(served, ASK, "alice", {"q": "How many days of paid vacation leave?"})["data"]["vectorQuery"]
+    assert wrote == [["query_audit", "query_history"]]
+    assert [r.query_id for r in app.repository.audit_records("alice")] == [first["queryId"]]
+
+    with app.repository.engine.begin() as conn:  # type: ignore[attr-defined]
+        conn.exec_driver_sql(
+            "CREATE TRIGGER audit_full BEFORE INSERT ON query_audit BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+        )
+    body = _gql(served, ASK, "alice", {"q": "and for executives?", "c": first["conversationId"]})
+    assert _codes(body) == ["INTERNAL_SERVER_ERROR"] and body["data"] is None
+    turns = _gql(served, CONVERSATION, "alice", {"id": first["conversationId"]})["data"]["conversation"]["turns"]
+    assert [t["queryId"] for t in turns] == [first["queryId"]]  # the failed turn left no entry
+    history = _gql(served, HISTORY, "alice", {"first": 10})["data"]["history"]["edges"]
+    assert [e["node"]["queryId"] for e in history] == [first["queryId"]]

@@ -24,10 +24,12 @@ from acl.model import Acl
 from indexer.documents import DocumentRecord
 from indexer.index import ChunkRecord, StoreSpec
 from service.api.cli.main import main
+from service.domain.history import CitedSource, HistoryEntry
 from service.domain.queries import Caller, VectorQuery
 from service.domain.store import Store
 from service.persistence import schema
 from service.persistence.ports import AclOverride, AuditRecord, Membership, Tombstone
+from service.persistence.sql_history import SqlHistoryRepository
 from service.persistence.sql_settings import Base, SqlSettingsRepository, make_engine
 from service.query.engine import QueryEngine
 from tests.env import clear_docqa_env
@@ -213,6 +215,16 @@ def test_repository_round_trip(repo: SqlSettingsRepository) -> None:
     )
     repo.record_audit(record)
     assert repo.audit_records("alice") == [record]
+    # an answer's history entry is written in the audit row's transaction
+    answered = AuditRecord(
+        "q2", "alice", "s", "vector", (), ("d1#0",), 0.35, {"total": 1.0}, "OK", "graphql", datetime.now(UTC)
+    )
+    entry = HistoryEntry(
+        "q2", "alice", "s", "vector", "c1", "what grew?", None, "revenue", (CitedSource("d1", "d1#0", "D1", 0.5, 0.8),),
+        0.5, 0.35, answered.created_at,
+    )  # fmt: skip
+    repo.record_audit(answered, history=[entry])
+    assert repo.audit_records("alice")[0] == answered and SqlHistoryRepository(repo.engine).entry("q2") == entry
 
     assert repo.delete_document("s", "d1")
     assert repo.acls("s", ["d1"]) == {}

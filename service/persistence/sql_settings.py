@@ -34,7 +34,14 @@ from service.domain.history import HistoryEntry
 from service.domain.retrieval_settings import RetrievalDefaults
 from service.domain.store import DocumentRecord, Store
 from service.persistence.ports import AuditRecord, SettingsRepository
-from service.persistence.sql_access import AclRow, SqlAccessRows, read_acls, write_ingested_acl
+from service.persistence.sql_access import (
+    AclOverrideEntryRow,
+    AclOverrideRow,
+    AclRow,
+    SqlAccessRows,
+    read_acls,
+    write_ingested_acl,
+)
 from service.persistence.sql_base import Base, transaction
 from service.persistence.sql_history import history_row  # its tables join the metadata
 
@@ -280,26 +287,37 @@ class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
     def acls(self, store_id: str, document_ids: Iterable[str]) -> Mapping[str, Acl]:
         wanted = list(dict.fromkeys(document_ids))
         with self._session() as s:
-            # Which documents exist and their ingested ACL rows, in one statement (a document without rows
-            # comes back once, with no principal); then the overrides of those that exist.
+            # Which documents exist, their ingested ACL rows and whether an override replaces them, in one
+            # statement (a document without rows comes back once, with no principal); then the entries of the
+            # overrides, only when there are some.
             allow: dict[str, set[str]] = {}
             deny: dict[str, set[str]] = {}
+            overridden: dict[str, None] = {}
             for i in range(0, len(wanted), _BATCH):
                 rows = s.execute(
-                    select(DocumentRow.id, AclRow.principal, AclRow.effect)
+                    select(DocumentRow.id, AclRow.principal, AclRow.effect, AclOverrideRow.document_id)
                     .outerjoin(
                         AclRow, (AclRow.store_id == DocumentRow.store_id) & (AclRow.document_id == DocumentRow.id)
                     )
+                    .outerjoin(
+                        AclOverrideRow,
+                        (AclOverrideRow.store_id == DocumentRow.store_id)
+                        & (AclOverrideRow.document_id == DocumentRow.id),
+                    )
                     .where(DocumentRow.store_id == store_id, DocumentRow.id.in_(wanted[i : i + _BATCH]))
                 )
-                for document_id, principal, effect in rows:
+                for document_id, principal, effect, override in rows:
                     allowed, denied = allow.setdefault(document_id, set()), deny.setdefault(document_id, set())
+                    if override is not None:
+                        overridden[document_id] = None
                     if principal is not None:
                         (allowed if effect == "allow" else denied).add(principal)
-            present = [d for d in wanted if d in allow]
-            overrides = self._overrides(s, store_id, present)
+            # An override replaces the ingested ACL; one without entries lets nobody read.
+            entries = read_acls(s, store_id, list(overridden), AclOverrideEntryRow) if overridden else {}
         return {
-            d: overrides[d].acl if d in overrides else Acl(frozenset(allow[d]), frozenset(deny[d])) for d in present
+            d: entries.get(d, Acl()) if d in overridden else Acl(frozenset(allow[d]), frozenset(deny[d]))
+            for d in wanted
+            if d in allow
         }
 
     def set_ingested_acl(self, store_id: str, document_id: str, acl: Acl) -> None:

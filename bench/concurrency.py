@@ -1,5 +1,9 @@
 """Concurrent clients: retrieval-only questions over gRPC and GraphQL, BM25 in SQLite's FTS5 vs from memory.
 
+Each question asks for its 10 best chunks with their text and gets them (``GRAPHQL``: level 0, so the synthetic
+store's chunks pass the threshold), reranked by the default reranker, as a search client's would; the chunks per
+answer are printed beside each figure.
+
 A store of ``--chunks`` chunks (synthetic 384-d vectors: indexed with a hashing fake embedder under the
 packaged model's name) is served in-process by the real servers, and every question is embedded by the
 real all-MiniLM-L6-v2 (the configured backend, ONNX by default). Clients run in a separate process (threads,
@@ -37,7 +41,15 @@ QUESTIONS = [
     for topic in TOPICS
     for what in ("What are the rules for", "Who approves", "How do I request", "What is the budget for")
 ]
-GRAPHQL = 'query Q($q: String!) { vectorQuery(storeId: "bench", question: $q, maxChunks: 10, performLlmQuery: false) { queryId } }'  # noqa: E501
+#: What a client of the search asks: the scored chunks with their text. Level 0 (the store's lowest threshold, cosine
+#: 0.10): the synthetic store's cosines to a real question are 0.11-0.19, so each answer has its 10 chunks, chosen
+#: by the reranker from the 30 fused candidates, as a real question's would be. (At the store's level 0.5 every
+#: chunk fell under the threshold: the answers were empty and skipped the reranking and the chunks' transfer.)
+GRAPHQL = (
+    'query Q($q: String!) { vectorQuery(storeId: "bench", question: $q, level: 0, maxChunks: 10, '
+    "performLlmQuery: false) { queryId chunks { chunkId documentId title text score relevance } } }"
+)
+LEVEL = 0.0
 
 
 def settings(data_dir: Path) -> Any:
@@ -109,7 +121,7 @@ def build_store(data_dir: Path, chunks: int, vectors: str = "hashed") -> int:
 def clients(transport: str, address: str, token: str, count: int, seconds: float, out: Any) -> None:
     """Run ``count`` client threads for ``seconds`` (in the client process); put (latencies, errors) on ``out``."""
     latencies: list[float] = []
-    errors = 0
+    errors = chunks = 0
     lock = threading.Lock()
     deadline = time.monotonic() + seconds
 
@@ -120,29 +132,34 @@ def clients(transport: str, address: str, token: str, count: int, seconds: float
 
         stubs = load()
         mine: list[float] = []
-        failed = 0
+        failed = returned = 0
         with grpc.insecure_channel(address) as channel:
             stub = stubs.query_grpc.QueryServiceStub(channel)
             i = n
             while time.monotonic() < deadline:
                 request = stubs.query.VectorQueryRequest(
-                    store_id=STORE, question=QUESTIONS[i % len(QUESTIONS)], max_chunks=10, perform_llm_query=False
+                    store_id=STORE,
+                    question=QUESTIONS[i % len(QUESTIONS)],
+                    level=LEVEL,
+                    max_chunks=10,
+                    perform_llm_query=False,
                 )
                 started = time.perf_counter()
                 try:
-                    stub.VectorQuery(request, metadata=(("authorization", f"Bearer {token}"),), timeout=30)
+                    reply = stub.VectorQuery(request, metadata=(("authorization", f"Bearer {token}"),), timeout=30)
+                    returned += len(reply.chunks)
                 except grpc.RpcError:
                     failed += 1
                 mine.append(time.perf_counter() - started)
                 i += 1
-        return mine, failed
+        return mine, failed, returned
 
     def graphql_client(n: int) -> tuple[list[float], int]:
         host, port = address.rsplit(":", 1)
         connection = http.client.HTTPConnection(host, int(port), timeout=30)
         headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
         mine: list[float] = []
-        failed = 0
+        failed = returned = 0
         i = n
         while time.monotonic() < deadline:
             body = json.dumps({"query": GRAPHQL, "variables": {"q": QUESTIONS[i % len(QUESTIONS)]}})
@@ -152,6 +169,7 @@ def clients(transport: str, address: str, token: str, count: int, seconds: float
                 reply = connection.getresponse()
                 payload = json.loads(reply.read())
                 failed += bool(reply.status != 200 or payload.get("errors"))
+                returned += len(((payload.get("data") or {}).get("vectorQuery") or {}).get("chunks") or ())
             except (OSError, http.client.HTTPException, ValueError):
                 failed += 1
                 connection.close()
@@ -159,14 +177,15 @@ def clients(transport: str, address: str, token: str, count: int, seconds: float
             mine.append(time.perf_counter() - started)
             i += 1
         connection.close()
-        return mine, failed
+        return mine, failed, returned
 
     def run(n: int) -> None:
-        nonlocal errors
-        mine, failed = (grpc_client if transport == "grpc" else graphql_client)(n)
+        nonlocal errors, chunks
+        mine, failed, returned = (grpc_client if transport == "grpc" else graphql_client)(n)
         with lock:
             latencies.extend(mine)
             errors += failed
+            chunks += returned
 
     threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
     cpu = time.process_time()
@@ -174,7 +193,7 @@ def clients(transport: str, address: str, token: str, count: int, seconds: float
         thread.start()
     for thread in threads:
         thread.join()
-    out.put((latencies, errors, time.process_time() - cpu))
+    out.put((latencies, errors, chunks, time.process_time() - cpu))
 
 
 def measure(transport: str, address: str, token: str, count: int, seconds: float) -> dict[str, float]:
@@ -184,7 +203,7 @@ def measure(transport: str, address: str, token: str, count: int, seconds: float
     began = time.monotonic()
     server_cpu = time.process_time()  # this process is the server's: it only waits for the clients here
     process.start()
-    latencies, errors, client_cpu = out.get(timeout=seconds + 120)
+    latencies, errors, chunks, client_cpu = out.get(timeout=seconds + 120)
     server_cpu = time.process_time() - server_cpu
     process.join(timeout=30)
     elapsed = time.monotonic() - began
@@ -196,6 +215,7 @@ def measure(transport: str, address: str, token: str, count: int, seconds: float
         "p50": p50 * 1000,
         "p99": p99 * 1000,
         "errors": errors,
+        "chunks": chunks / done,  # per answer
         "wall": elapsed,
         # CPU per request, in ms, of every thread of the server and of the client process: on a machine of
         # C cores no level of concurrency serves more than C × 1000 ÷ (server + client) requests a second.
@@ -245,7 +265,8 @@ def serve_and_measure(data_dir: Path, mode: str, levels: list[int], seconds: flo
                 print(
                     f"  {mode:<6} {transport:<8} {count:>3} clients  "
                     f"{row['rps']:7.1f} req/s  p50 {row['p50']:7.1f} ms  p99 {row['p99']:7.1f} ms  "
-                    f"errors {row['errors']}  CPU/request: server {row['server_cpu']:.1f} ms, "
+                    f"errors {row['errors']}  chunks/answer {row['chunks']:.1f}  "
+                    f"CPU/request: server {row['server_cpu']:.1f} ms, "
                     f"client {row['client_cpu']:.1f} ms",
                     flush=True,
                 )

@@ -125,7 +125,7 @@ def clients(transport: str, address: str, token: str, count: int, seconds: float
     lock = threading.Lock()
     deadline = time.monotonic() + seconds
 
-    def grpc_client(n: int) -> tuple[list[float], int]:
+    def grpc_client(n: int) -> tuple[list[float], int, int]:
         import grpc
 
         from service.api.grpc.stubs import load
@@ -154,7 +154,7 @@ def clients(transport: str, address: str, token: str, count: int, seconds: float
                 i += 1
         return mine, failed, returned
 
-    def graphql_client(n: int) -> tuple[list[float], int]:
+    def graphql_client(n: int) -> tuple[list[float], int, int]:
         host, port = address.rsplit(":", 1)
         connection = http.client.HTTPConnection(host, int(port), timeout=30)
         headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}

@@ -102,24 +102,29 @@ class AuditedQueries:
             self.metrics.llm_latency.observe(generate_ms / 1000)
         documents, document_count = _scope(query)
         chunks, chunk_count = bounded_ids([c.chunk_id for c in answer.chunks], AUDIT_CHUNK_IDS)
-        self.repository().record_audit(
-            AuditRecord(
-                query_id=answer.query_id,
-                user_id=identity.user_id,
-                store_id=_store(query),
-                query_class=name,
-                document_ids=documents,
-                chunk_ids=chunks,
-                threshold=answer.threshold,
-                timings_ms=dict(answer.timings_ms),
-                outcome="OK" if answer.generation_error is None else "OK_NO_ANSWER",
-                interface=interface,
-                created_at=datetime.now(UTC),
-                document_count=document_count,
-                chunk_count=chunk_count,
-            ),
-            history=kept,
+        record = AuditRecord(
+            query_id=answer.query_id,
+            user_id=identity.user_id,
+            store_id=_store(query),
+            query_class=name,
+            document_ids=documents,
+            chunk_ids=chunks,
+            threshold=answer.threshold,
+            timings_ms=dict(answer.timings_ms),
+            outcome="OK" if answer.generation_error is None else "OK_NO_ANSWER",
+            interface=interface,
+            created_at=datetime.now(UTC),
+            document_count=document_count,
+            chunk_count=chunk_count,
         )
+        try:
+            self.repository().record_audit(record, history=kept)  # one transaction: both rows, or neither
+        except Exception as exc:
+            # The query still leaves an audit row, as a failure: its text may have been streamed already, and
+            # the caller gets the error.
+            outcome = mapping_for(exc).grpc_status if isinstance(exc, DocQAError) else "INTERNAL"
+            self._record_failure(identity, query, name, interface, outcome, started)
+            raise
         if not identity.authenticated:
             log.warning("query %s answered for an unauthenticated caller", answer.query_id)
         return answer

@@ -11,6 +11,7 @@ import asyncio
 import hmac
 import json
 import logging
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +40,9 @@ from service.config import LOOPBACK_HOSTS
 from service.security.rate_limit import RateLimiter
 
 log = logging.getLogger("docqa.http")
+
+#: A JSON escape of a UTF-16 surrogate (\ud800-\udfff): half of a pair, or a lone one.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class _DocQAGraphQL(GraphQL[RequestContext, None]):
@@ -96,6 +100,11 @@ class _DocQAGraphQL(GraphQL[RequestContext, None]):
             raise HTTPException(400, "the request body is not valid JSON") from None
         if not isinstance(value, dict | list):  # a list is a batch: strawberry refuses it (batching is off)
             raise HTTPException(400, 'the request body must be a JSON object: {"query": "...", "variables": {...}}')
+        if _SURROGATE_ESCAPE.search(data if isinstance(data, str) else data.decode("utf-8", "replace")):
+            try:  # escapes of a surrogate pair are one character; a lone one is none, and no database stores it
+                json.dumps(value, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:
+                raise HTTPException(400, "the request body is not valid Unicode text (a lone surrogate)") from None
         return value
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

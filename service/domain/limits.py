@@ -45,6 +45,9 @@ class Limits:
         if any(ch in _CONTROL for ch in question):
             # No question needs them, and a database (PostgreSQL's text) refuses NUL after the work is done.
             raise InvalidArgument("question must not contain control characters (tabs and line breaks are fine)")
+        if not _encodable(question):
+            # A lone surrogate (JSON's "\ud800") is no character; the history row could not store it.
+            raise InvalidArgument("question must be valid Unicode text (it holds a lone surrogate)")
         return question.strip()
 
     def document_ids(self, ids: object) -> list[str]:
@@ -63,4 +66,15 @@ class Limits:
                 raise InvalidArgument(
                     f"document ids must be non-empty strings of at most {self.max_document_id_chars} characters"
                 )
+            if not _encodable(document_id):
+                raise InvalidArgument("document ids must be valid Unicode text (one holds a lone surrogate)")
         return unique
+
+
+def _encodable(text: str) -> bool:
+    """Whether ``text`` is valid Unicode: no lone surrogate, so UTF-8 (every database's text) can hold it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

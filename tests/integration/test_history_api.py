@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -259,3 +260,34 @@ def test_an_answer_keeps_its_history_entry_and_its_audit_row_in_one_transaction(
     assert [t["queryId"] for t in turns] == [first["queryId"]]  # the failed turn left no entry
     history = _gql(served, HISTORY, "alice", {"first": 10})["data"]["history"]["edges"]
     assert [e["node"]["queryId"] for e in history] == [first["queryId"]]
+
+    # a history row that cannot be written: neither row is kept, and the query still leaves a failure audit row
+    with app.repository.engine.begin() as conn:  # type: ignore[attr-defined]
+        conn.exec_driver_sql("DROP TRIGGER audit_full")
+        conn.exec_driver_sql(
+            "CREATE TRIGGER history_full BEFORE INSERT ON query_history BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+        )
+    body = _gql(served, ASK, "alice", {"q": "and for executives?", "c": first["conversationId"]})
+    assert _codes(body) == ["INTERNAL_SERVER_ERROR"]
+    assert [r.outcome for r in app.repository.audit_records("alice")] == ["INTERNAL", "OK"]
+    history = _gql(served, HISTORY, "alice", {"first": 10})["data"]["history"]["edges"]
+    assert [e["node"]["queryId"] for e in history] == [first["queryId"]]
+
+
+def test_a_request_with_a_lone_surrogate_is_refused_before_any_work(served: tuple[App, Served]) -> None:
+    """JSON lets a client send a lone surrogate (an escaped D800), which no database's text can store: the
+    request is refused as malformed (400), wherever it sits, and nothing runs; a surrogate pair is a character."""
+    app, srv = served
+    bearer = mint_token(app.settings, "alice", ttl_s=300)
+    headers = {"authorization": f"Bearer {bearer}", "content-type": "application/json"}
+    for question in ("How many days of paid vacation leave? \ud800", "vacation \udfff"):
+        body = json.dumps({"query": ASK, "variables": {"q": question}})  # ASCII: the surrogate travels escaped
+        reply = httpx.post(srv.graphql_url, content=body, headers=headers, timeout=10)
+        assert reply.status_code == 400 and "lone surrogate" in reply.json()["errors"][0]["message"]
+    rate = json.dumps({"query": RATE, "variables": {"id": "q", "r": "UP", "c": "good \ud800"}})
+    assert httpx.post(srv.graphql_url, content=rate, headers=headers, timeout=10).status_code == 400
+    assert app.repository.audit_records("alice") == []
+    paired = json.dumps({"query": ASK, "variables": {"q": "How many days of paid vacation leave? \U0001f3d6"}})
+    assert "\\ud83c\\udfd6" in paired
+    reply = httpx.post(srv.graphql_url, content=paired, headers=headers, timeout=10)
+    assert reply.status_code == 200 and reply.json()["data"]["vectorQuery"]["chunks"]

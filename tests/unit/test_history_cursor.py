@@ -39,3 +39,15 @@ def test_a_question_with_control_characters_is_refused(question: str) -> None:
     with pytest.raises(InvalidArgument, match="control characters"):
         Limits().question(question)
     assert Limits().question("how many\tdays?\r\nper year") == "how many\tdays?\r\nper year"
+
+
+@pytest.mark.parametrize("text", ["days\ud800?", "\udfff", "paid \ud83d vacation"])
+def test_a_question_or_document_id_with_a_lone_surrogate_is_refused(text: str) -> None:
+    """JSON may carry "\\ud800"; no database's text can store it, so it is refused before any work."""
+    from service.domain.limits import Limits
+
+    with pytest.raises(InvalidArgument, match="lone surrogate"):
+        Limits().question(text)
+    with pytest.raises(InvalidArgument, match="lone surrogate"):
+        Limits().document_ids(["handbook", text])
+    assert Limits().question("vacation 🏖 days?") == "vacation 🏖 days?"  # a real astral character is fine

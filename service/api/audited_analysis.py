@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -13,11 +14,14 @@ from acl.errors import DocQAError
 from service.api.audit import AUDIT_CHUNK_IDS, AUDIT_DOCUMENT_IDS, AuditedQueries, bounded_ids
 from service.api.errors import mapping_for
 from service.domain.analysis import Comparison, ComparisonRequest, Summary, SummaryRequest
+from service.domain.history import HistoryEntry
 from service.persistence.ports import AuditRecord
 from service.query.cancellation import Cancellation
 from service.security.tokens import Identity
 
 R = TypeVar("R", Summary, Comparison)
+
+log = logging.getLogger("docqa.audit")
 
 
 @dataclass
@@ -40,7 +44,7 @@ class AuditedAnalysis:
             request.store_id,
             [request.document_id],
             interface,
-            lambda: self.queries.engine().summarize(identity.caller(), request, on_text, cancel),
+            lambda keep: self.queries.engine().summarize(identity.caller(), request, on_text, cancel, keep),
         )
 
     def compare(
@@ -58,7 +62,7 @@ class AuditedAnalysis:
             request.store_id,
             ids,
             interface,
-            lambda: self.queries.engine().compare(identity.caller(), request, on_text, cancel),
+            lambda keep: self.queries.engine().compare(identity.caller(), request, on_text, cancel, keep),
         )
 
     def _audited(
@@ -68,12 +72,15 @@ class AuditedAnalysis:
         store_id: object,
         ids: Sequence[object],
         interface: str,
-        work: Callable[[], R],
+        work: Callable[[Callable[[HistoryEntry], None]], R],
     ) -> R:
+        """``work(keep)``: the engine's call, handing its history entry to ``keep``; it is written with the audit
+        row, in one transaction."""
         started = time.perf_counter()
         documents, document_count = bounded_ids(ids, AUDIT_DOCUMENT_IDS)
+        kept: list[HistoryEntry] = []
         try:
-            result = work()
+            result = work(kept.append)
         except DocQAError as exc:
             self._record(
                 identity, name, store_id, documents, document_count, interface, mapping_for(exc).grpc_status, started
@@ -84,23 +91,27 @@ class AuditedAnalysis:
             raise
         self.queries.metrics.query_latency.labels(name).observe(time.perf_counter() - started)
         chunks, chunk_count = bounded_ids([c.chunk_id for c in result.sources], AUDIT_CHUNK_IDS)
-        self.queries.repository().record_audit(
-            AuditRecord(
-                query_id=result.query_id,
-                user_id=identity.user_id,
-                store_id=str(store_id)[:63],
-                query_class=name,
-                document_ids=documents,
-                chunk_ids=chunks,
-                threshold=None,
-                timings_ms=dict(result.timings_ms),
-                outcome="OK" if result.generation_error is None else "OK_NO_ANSWER",
-                interface=interface,
-                created_at=datetime.now(UTC),
-                document_count=document_count,
-                chunk_count=chunk_count,
-            )
+        record = AuditRecord(
+            query_id=result.query_id,
+            user_id=identity.user_id,
+            store_id=str(store_id)[:63],
+            query_class=name,
+            document_ids=documents,
+            chunk_ids=chunks,
+            threshold=None,
+            timings_ms=dict(result.timings_ms),
+            outcome="OK" if result.generation_error is None else "OK_NO_ANSWER",
+            interface=interface,
+            created_at=datetime.now(UTC),
+            document_count=document_count,
+            chunk_count=chunk_count,
         )
+        try:
+            self.queries.repository().record_audit(record, history=kept)  # both rows, or neither
+        except Exception as exc:
+            outcome = mapping_for(exc).grpc_status if isinstance(exc, DocQAError) else "INTERNAL"
+            self._record(identity, name, store_id, documents, document_count, interface, outcome, started)
+            raise
         return result
 
     def _record(
@@ -114,20 +125,24 @@ class AuditedAnalysis:
         outcome: str,
         started: float,
     ) -> None:
-        self.queries.repository().record_audit(
-            AuditRecord(
-                query_id=str(uuid.uuid4()),
-                user_id=identity.user_id,
-                store_id=str(store_id)[:63],
-                query_class=name,
-                document_ids=documents,
-                chunk_ids=(),
-                threshold=None,
-                timings_ms={"total": (time.perf_counter() - started) * 1000},
-                outcome=outcome,
-                interface=interface,
-                created_at=datetime.now(UTC),
-                document_count=document_count,
-                chunk_count=0,
+        """A failure's audit row; if that cannot be written either, the caller gets the original error (logged)."""
+        try:
+            self.queries.repository().record_audit(
+                AuditRecord(
+                    query_id=str(uuid.uuid4()),
+                    user_id=identity.user_id,
+                    store_id=str(store_id)[:63],
+                    query_class=name,
+                    document_ids=documents,
+                    chunk_ids=(),
+                    threshold=None,
+                    timings_ms={"total": (time.perf_counter() - started) * 1000},
+                    outcome=outcome,
+                    interface=interface,
+                    created_at=datetime.now(UTC),
+                    document_count=document_count,
+                    chunk_count=0,
+                )
             )
-        )
+        except Exception:
+            log.exception("could not write the audit record of a failed %s", name)

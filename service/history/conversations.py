@@ -102,13 +102,15 @@ class Conversations:
         label: str,
         result: Summary | Comparison,
         documents: Sequence[str],
+        keep: Callable[[HistoryEntry], None] | None = None,
     ) -> None:
         """Keep a summary or comparison in the caller's history, as a conversation of its own.
 
         ``label`` stands for the question (it names no document: an entry whose documents were revoked must
         not name them); the entry depends on every one of ``documents``, so revoking any redacts it.
+        ``keep``: where the entry goes instead of being committed here, as for ``record``.
         """
-        self._history.record(
+        (keep or self._history.record)(
             HistoryEntry(
                 query_id=result.query_id,
                 user_id=caller.user_id,

@@ -133,15 +133,17 @@ class QueryEngine:
         request: SummaryRequest,
         on_text: Callable[[str], None] | None = None,
         cancel: Cancellation | None = None,
+        keep: Callable[[HistoryEntry], None] | None = None,
     ) -> Summary:
-        """Summarise a document the caller may read (NotFound otherwise, as for a query); see ``summary``."""
+        """Summarise a document the caller may read (NotFound otherwise, as for a query); see ``summary``.
+        ``keep``: as for ``ask``."""
         store = self._store(request.store_id)
         summary = self._analysis.summarize(
             store, self.principals(caller, store.id), self._limits, request, on_text, cancel
         )
         if self._conversations is not None:
             label = f"Summary ({summary.length.lower()})"
-            self._conversations.keep(caller, store.id, "summary", label, summary, [summary.document_id])
+            self._conversations.keep(caller, store.id, "summary", label, summary, [summary.document_id], keep)
         return summary
 
     def compare(
@@ -150,16 +152,17 @@ class QueryEngine:
         request: ComparisonRequest,
         on_text: Callable[[str], None] | None = None,
         cancel: Cancellation | None = None,
+        keep: Callable[[HistoryEntry], None] | None = None,
     ) -> Comparison:
         """Compare 2-5 documents the caller may read (NotFound for the whole request if one is not); see
-        ``comparison``."""
+        ``comparison``. ``keep``: as for ``ask``."""
         store = self._store(request.store_id)
         comparison = self._analysis.compare(
             store, self.principals(caller, store.id), self._limits, request, on_text, cancel
         )
         if self._conversations is not None:
             label = comparison.question or f"Comparison of {len(comparison.document_ids)} documents"
-            self._conversations.keep(caller, store.id, "comparison", label, comparison, comparison.document_ids)
+            self._conversations.keep(caller, store.id, "comparison", label, comparison, comparison.document_ids, keep)
         return comparison
 
     def principals(self, caller: Caller, store_id: str | None = None) -> frozenset[str]:

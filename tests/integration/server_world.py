@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from sqlalchemy import event
 
 from acl.model import Acl
 from service.api.graphql.schema import GraphQLServices
@@ -168,3 +169,28 @@ def on_servers(app: App, *, with_grpc: bool = True) -> Iterator[Served]:
     finally:
         if grpc_server is not None:
             grpc_server.stop(0)
+
+
+@contextmanager
+def commits_that_wrote(app: App) -> Iterator[list[list[str]]]:
+    """The tables each committed transaction of the settings database wrote to, as the test runs."""
+    written: list[str] = []
+    wrote: list[list[str]] = []
+
+    def on_execute(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO"):
+            written.append(statement.split()[2].strip('"'))
+
+    def on_commit(conn: Any) -> None:
+        if written:
+            wrote.append(sorted(written))
+            written.clear()
+
+    engine = app.repository.engine  # type: ignore[attr-defined]
+    event.listen(engine, "before_cursor_execute", on_execute)
+    event.listen(engine, "commit", on_commit)
+    try:
+        yield wrote
+    finally:
+        event.remove(engine, "before_cursor_execute", on_execute)
+        event.remove(engine, "commit", on_commit)

@@ -13,6 +13,7 @@ import pytest
 from acl.model import Acl
 from service.api.grpc.stubs import Stubs, load
 from service.bootstrap import App
+from service.domain.queries import Caller
 from service.generation.port import Completion, Prompt
 from tests.integration.server_world import (
     DOCUMENTS,
@@ -21,6 +22,7 @@ from tests.integration.server_world import (
     SlowGenerator,
     bearer,
     build_world,
+    commits_that_wrote,
     on_servers,
     token,
 )
@@ -232,3 +234,28 @@ def test_a_revoked_document_is_not_found_and_its_text_never_reaches_the_model(wo
         assert all(notes not in text for text in generator.rendered[before:])
     finally:
         app.access.reset_acl(STORE, "bob-notes")
+
+
+def test_a_summary_keeps_its_history_entry_and_audit_row_together(world: Any) -> None:
+    """Written in one transaction (comparisons go the same way); when they cannot be, neither is kept and a
+    failure audit row is left."""
+    app = world[0]
+    engine = app.repository.engine
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "CREATE TRIGGER history_full BEFORE INSERT ON query_history BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+        )
+    try:
+        failed = _gql(world, SUMMARY, {"s": STORE, "d": "handbook"}, "erin")
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("DROP TRIGGER history_full")
+    assert _codes(failed) == ["INTERNAL_SERVER_ERROR"]
+    assert [r.outcome for r in app.repository.audit_records("erin")] == ["INTERNAL"]
+    assert app.history.page(Caller("erin"), 10).entries == ()
+
+    with commits_that_wrote(app) as wrote:
+        summary = _gql(world, SUMMARY, {"s": STORE, "d": "handbook"}, "erin")["data"]["summarizeDocument"]
+    assert wrote == [["query_audit", "query_history"]]
+    assert [r.outcome for r in app.repository.audit_records("erin")] == ["OK", "INTERNAL"]
+    assert [e.entry.query_id for e in app.history.page(Caller("erin"), 10).entries] == [summary["queryId"]]

@@ -5,18 +5,23 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import grpc
 import httpx
 import pytest
-from sqlalchemy import event
 
 from service.api.grpc.stubs import Stubs, load
 from service.bootstrap import App
 from service.security.tokens import mint_token
-from tests.integration.server_world import STORE, Served, SlowGenerator, build_world, on_servers
+from tests.integration.server_world import (
+    STORE,
+    Served,
+    SlowGenerator,
+    build_world,
+    commits_that_wrote,
+    on_servers,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -216,36 +221,11 @@ def test_grpc_history_service(served: tuple[App, Served]) -> None:
         assert gone.deleted == 2
 
 
-@contextmanager
-def _commits_that_wrote(app: App) -> Iterator[list[list[str]]]:
-    """The tables each committed transaction of the settings database wrote to, as the test runs."""
-    written: list[str] = []
-    wrote: list[list[str]] = []
-
-    def on_execute(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if statement.lstrip().upper().startswith("INSERT INTO"):
-            written.append(statement.split()[2].strip('"'))
-
-    def on_commit(conn: Any) -> None:
-        if written:
-            wrote.append(sorted(written))
-            written.clear()
-
-    engine = app.repository.engine  # type: ignore[attr-defined]
-    event.listen(engine, "before_cursor_execute", on_execute)
-    event.listen(engine, "commit", on_commit)
-    try:
-        yield wrote
-    finally:
-        event.remove(engine, "before_cursor_execute", on_execute)
-        event.remove(engine, "commit", on_commit)
-
-
 def test_an_answer_keeps_its_history_entry_and_its_audit_row_in_one_transaction(served: tuple[App, Served]) -> None:
     """One flush to disk per answered query through the servers, and never a history entry without its audit
     row: when the audit row cannot be written the caller gets an error and no history entry is kept."""
     app, _ = served
-    with _commits_that_wrote(app) as wrote:
+    with commits_that_wrote(app) as wrote:
         first = _gql(served, ASK, "alice", {"q": "How many days of paid vacation leave?"})["data"]["vectorQuery"]
     assert wrote == [["query_audit", "query_history"]]
     assert [r.query_id for r in app.repository.audit_records("alice")] == [first["queryId"]]

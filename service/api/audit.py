@@ -123,21 +123,30 @@ class AuditedQueries:
             # The query still leaves an audit row, as a failure: its text may have been streamed already, and
             # the caller gets the error.
             outcome = mapping_for(exc).grpc_status if isinstance(exc, DocQAError) else "INTERNAL"
-            self._record_failure(identity, query, name, interface, outcome, started)
+            self._record_failure(identity, query, name, interface, outcome, started, answer.query_id)
             raise
         if not identity.authenticated:
             log.warning("query %s answered for an unauthenticated caller", answer.query_id)
         return answer
 
     def _record_failure(
-        self, identity: Identity, query: Query, name: str, interface: str, outcome: str, started: float
+        self,
+        identity: Identity,
+        query: Query,
+        name: str,
+        interface: str,
+        outcome: str,
+        started: float,
+        query_id: str | None = None,
     ) -> None:
+        """A failed query's audit row; ``query_id``: the answer's, when the answer was made (and perhaps streamed)
+        but could not be kept, so that the row and what the caller saw share an id."""
         elapsed = (time.perf_counter() - started) * 1000
         try:
             documents, document_count = _scope(query)
             self.repository().record_audit(
                 AuditRecord(
-                    query_id=str(uuid.uuid4()),
+                    query_id=query_id or str(uuid.uuid4()),
                     user_id=identity.user_id,
                     store_id=_store(query),
                     query_class=name,

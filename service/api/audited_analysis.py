@@ -110,7 +110,9 @@ class AuditedAnalysis:
             self.queries.repository().record_audit(record, history=kept)  # both rows, or neither
         except Exception as exc:
             outcome = mapping_for(exc).grpc_status if isinstance(exc, DocQAError) else "INTERNAL"
-            self._record(identity, name, store_id, documents, document_count, interface, outcome, started)
+            self._record(
+                identity, name, store_id, documents, document_count, interface, outcome, started, result.query_id
+            )
             raise
         return result
 
@@ -124,12 +126,14 @@ class AuditedAnalysis:
         interface: str,
         outcome: str,
         started: float,
+        query_id: str | None = None,
     ) -> None:
-        """A failure's audit row; if that cannot be written either, the caller gets the original error (logged)."""
+        """A failure's audit row (``query_id``: the result's, when it was made but could not be kept); if that
+        cannot be written either, the caller gets the original error (logged)."""
         try:
             self.queries.repository().record_audit(
                 AuditRecord(
-                    query_id=str(uuid.uuid4()),
+                    query_id=query_id or str(uuid.uuid4()),
                     user_id=identity.user_id,
                     store_id=str(store_id)[:63],
                     query_class=name,

@@ -93,14 +93,16 @@ class _DocQAGraphQL(GraphQL[RequestContext, None]):
 
     def decode_json(self, data: str | bytes) -> object:
         try:
-            value = json.loads(data)
+            # JSON between systems is UTF-8 (RFC 8259); json.loads would also guess UTF-16 and UTF-32.
+            text = data.decode("utf-8") if isinstance(data, bytes) else data
+            value = json.loads(text)
         except RecursionError:
             raise HTTPException(400, "the request body is JSON nested too deeply") from None
-        except ValueError:  # malformed JSON, or bytes that are not UTF-8/16/32
-            raise HTTPException(400, "the request body is not valid JSON") from None
+        except ValueError:  # malformed JSON, or bytes that are not UTF-8 (UnicodeDecodeError is a ValueError)
+            raise HTTPException(400, "the request body is not valid JSON in UTF-8") from None
         if not isinstance(value, dict | list):  # a list is a batch: strawberry refuses it (batching is off)
             raise HTTPException(400, 'the request body must be a JSON object: {"query": "...", "variables": {...}}')
-        if _SURROGATE_ESCAPE.search(data if isinstance(data, str) else data.decode("utf-8", "replace")):
+        if _SURROGATE_ESCAPE.search(text):
             try:  # escapes of a surrogate pair are one character; a lone one is none, and no database stores it
                 json.dumps(value, ensure_ascii=False).encode("utf-8")
             except UnicodeEncodeError:

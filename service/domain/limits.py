@@ -13,7 +13,7 @@ MAX_STORE_CHUNKS = 100
 
 
 #: The characters no question may hold: C0 controls but tab, line feed and carriage return, and DEL.
-_CONTROL = frozenset(chr(c) for c in (*range(0x20), 0x7F)) - {"\t", "\n", "\r"}
+CONTROL = frozenset(chr(c) for c in (*range(0x20), 0x7F)) - {"\t", "\n", "\r"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +42,10 @@ class Limits:
             raise InvalidArgument("question must not be empty")
         if len(question) > self.max_question_chars:
             raise InvalidArgument(f"question is longer than {self.max_question_chars} characters")
-        if any(ch in _CONTROL for ch in question):
+        if any(ch in CONTROL for ch in question):
             # No question needs them, and a database (PostgreSQL's text) refuses NUL after the work is done.
             raise InvalidArgument("question must not contain control characters (tabs and line breaks are fine)")
-        if not _encodable(question):
+        if not is_valid_unicode(question):
             # A lone surrogate (JSON's "\ud800") is no character; the history row could not store it.
             raise InvalidArgument("question must be valid Unicode text (it holds a lone surrogate)")
         return question.strip()
@@ -66,12 +66,12 @@ class Limits:
                 raise InvalidArgument(
                     f"document ids must be non-empty strings of at most {self.max_document_id_chars} characters"
                 )
-            if not _encodable(document_id):
+            if not is_valid_unicode(document_id):
                 raise InvalidArgument("document ids must be valid Unicode text (one holds a lone surrogate)")
         return unique
 
 
-def _encodable(text: str) -> bool:
+def is_valid_unicode(text: str) -> bool:
     """Whether ``text`` is valid Unicode: no lone surrogate, so UTF-8 (every database's text) can hold it."""
     try:
         text.encode("utf-8")

@@ -18,7 +18,7 @@ from indexer.embedder import Embedder
 from indexer.index import Index
 from service.domain.analysis import Comparison, ComparisonRequest, Summary, SummaryRequest
 from service.domain.history import HistoryEntry
-from service.domain.limits import Limits
+from service.domain.limits import Limits, is_valid_unicode
 from service.domain.queries import Answer, Caller, DocumentQuery, MultiDocumentQuery, Query, VectorQuery
 from service.domain.store import Store
 from service.domain.threshold import parse_level
@@ -174,7 +174,8 @@ class QueryEngine:
         return caller.principals(self._repo, store_id)
 
     def _store(self, store_id: str) -> Store:
-        store = self._repo.get_store(store_id) if isinstance(store_id, str) else None
+        # An id that is not valid Unicode text (a lone surrogate) names no store: no database can hold one.
+        store = self._repo.get_store(store_id) if isinstance(store_id, str) and is_valid_unicode(store_id) else None
         if store is None:
             raise NotFound(f"store {store_id!r} not found")
         return store

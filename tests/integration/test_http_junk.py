@@ -57,6 +57,10 @@ def _unparsed(metrics: Metrics) -> float:
     return value or 0.0
 
 
+NOT_JSON = "the request body is not valid JSON in UTF-8"
+LONE_SURROGATE = "the request body is not valid Unicode text (a lone surrogate)"
+
+
 def _post(http: HttpServer, body: bytes, content_type: str = "application/json") -> httpx.Response:
     return httpx.post(
         f"http://127.0.0.1:{http.port}/graphql", content=body, headers={"content-type": content_type}, timeout=10
@@ -72,12 +76,29 @@ def _post(http: HttpServer, body: bytes, content_type: str = "application/json")
         (b"true", NOT_AN_OBJECT),
         (b"[" * 50_000 + b"]" * 50_000, "the request body is JSON nested too deeply"),
         (b'{"query": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", "the request body is JSON nested too deeply"),
-        (b'{"query": "{ stores { id } }"', "the request body is not valid JSON"),
-        (b'{"query": "\xe9"}', "the request body is not valid JSON"),  # not UTF-8
+        (b'{"query": "{ stores { id } }"', NOT_JSON),
+        (b'{"query": "\xe9"}', NOT_JSON),  # not UTF-8
+        ('{"query": "{ stores { id } }"}'.encode("utf-16"), NOT_JSON),  # JSON between systems is UTF-8
+        (b'{"query": "{ stores { id } }", "variables": {"q": "\\ud800"}}', LONE_SURROGATE),
+        (b'{"query": "{ stores { id } }", "variables": {"\\uDFFF": 1}}', LONE_SURROGATE),
         (b'[{"query": "{ stores { id } }"}]', "Batching is not enabled"),
         (b'{"query": 5}', "The GraphQL operation's `query` must be a string or null, if provided."),
     ],
-    ids=["string", "null", "number", "true", "deep-list", "deep-in-object", "truncated", "latin1", "batch", "query-5"],
+    ids=[
+        "string",
+        "null",
+        "number",
+        "true",
+        "deep-list",
+        "deep-in-object",
+        "truncated",
+        "latin1",
+        "utf-16",
+        "lone-surrogate",
+        "lone-surrogate-key",
+        "batch",
+        "query-5",
+    ],
 )
 def test_a_body_that_is_not_a_graphql_request_is_400(server: Any, logged: Any, body: bytes, message: str) -> None:
     _, http, metrics = server

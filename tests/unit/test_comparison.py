@@ -80,6 +80,7 @@ def test_statement_prefers_the_sentence_the_other_documents_share() -> None:
         (("old", "old"), "twice"),
         (("old", ""), "non-empty"),
         ((), "2 to 5"),
+        (("old", "new\udcff"), "lone surrogate"),  # the CLI's argument for a byte that is not UTF-8
     ],
 )
 def test_bad_document_lists_are_invalid_and_nothing_is_read(ids: tuple[str, ...], message: str) -> None:
@@ -138,3 +139,13 @@ def test_a_question_ranks_the_topics_and_the_model_sees_only_the_aligned_chunks(
     assert {c.document_id for c in prompt.chunks} == {"old", "new"}
     assert "travel expenses reimbursed" in prompt.question
     assert not result.extractive and result.llm_called and result.comparison.startswith("answer from [1]")
+
+
+@pytest.mark.parametrize(("question", "message"), [("what changed?\ud800", "lone surrogate"), ("a\x00b", "control")])
+def test_a_comparison_question_that_no_database_can_store_is_invalid(question: str, message: str) -> None:
+    generator = RecordingGenerator()
+    world = with_generator(make_world(), generator)
+    add_sections(world, "old", OLD, EVERYONE)
+    with pytest.raises(InvalidArgument, match=message):
+        world.engine.compare(ALICE, ComparisonRequest(STORE, ("old", "new"), question))
+    assert generator.prompts == []

@@ -101,6 +101,8 @@ def test_bad_question_is_refused(world: World, question: str) -> None:
 def test_unknown_store(world: World) -> None:
     with pytest.raises(NotFound, match="store 'nope' not found"):
         world.ask("alice", VectorQuery("nope", "revenue"))
+    with pytest.raises(NotFound, match="not found"):  # a lone surrogate (the CLI's non-UTF-8 byte) names no store
+        world.ask("alice", VectorQuery("acme\udcff", "revenue"))
 
 
 def test_unreadable_document_is_indistinguishable_from_missing(world: World) -> None:

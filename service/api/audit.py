@@ -60,6 +60,24 @@ def _scope(query: Query) -> tuple[tuple[str, ...], int]:
     return (), 0
 
 
+def outcome_of(exc: BaseException) -> str:
+    """A failure's audit outcome: the status name of DocQA's error, INTERNAL for any other."""
+    return mapping_for(exc).grpc_status if isinstance(exc, DocQAError) else "INTERNAL"
+
+
+def record_answer(
+    repository: AuditLog, record: AuditRecord, history: Sequence[HistoryEntry], failed: Callable[[str], None]
+) -> None:
+    """An answer's audit ``record`` and its ``history`` entries in one transaction: both kept, or neither. When
+    they cannot be written, ``failed(outcome)`` leaves the failure's audit row in their place (the answer's text
+    may have been streamed already), and the error goes on to the caller."""
+    try:
+        repository.record_audit(record, history=history)
+    except Exception as exc:
+        failed(outcome_of(exc))
+        raise
+
+
 def _store(query: Query) -> str:
     return str(query.store_id)[:63]  # unvalidated on a rejected request
 
@@ -90,11 +108,8 @@ class AuditedQueries:
         kept: list[HistoryEntry] = []  # the answer's history entry, written with its audit row
         try:
             answer = self.engine().ask(identity.caller(), query, on_text, cancel, keep=kept.append)
-        except DocQAError as exc:
-            self._record_failure(identity, query, name, interface, mapping_for(exc).grpc_status, started)
-            raise
-        except Exception:
-            self._record_failure(identity, query, name, interface, "INTERNAL", started)
+        except Exception as exc:
+            self._record_failure(identity, query, name, interface, outcome_of(exc), started)
             raise
         self.metrics.query_latency.labels(name).observe(time.perf_counter() - started)
         generate_ms = answer.timings_ms.get("generate")
@@ -117,14 +132,12 @@ class AuditedQueries:
             document_count=document_count,
             chunk_count=chunk_count,
         )
-        try:
-            self.repository().record_audit(record, history=kept)  # one transaction: both rows, or neither
-        except Exception as exc:
-            # The query still leaves an audit row, as a failure: its text may have been streamed already, and
-            # the caller gets the error.
-            outcome = mapping_for(exc).grpc_status if isinstance(exc, DocQAError) else "INTERNAL"
-            self._record_failure(identity, query, name, interface, outcome, started, answer.query_id)
-            raise
+        record_answer(
+            self.repository(),
+            record,
+            kept,
+            lambda outcome: self._record_failure(identity, query, name, interface, outcome, started, answer.query_id),
+        )
         if not identity.authenticated:
             log.warning("query %s answered for an unauthenticated caller", answer.query_id)
         return answer

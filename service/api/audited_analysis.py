@@ -10,9 +10,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from acl.errors import DocQAError
-from service.api.audit import AUDIT_CHUNK_IDS, AUDIT_DOCUMENT_IDS, AuditedQueries, bounded_ids
-from service.api.errors import mapping_for
+from service.api.audit import (
+    AUDIT_CHUNK_IDS,
+    AUDIT_DOCUMENT_IDS,
+    AuditedQueries,
+    bounded_ids,
+    outcome_of,
+    record_answer,
+)
 from service.domain.analysis import Comparison, ComparisonRequest, Summary, SummaryRequest
 from service.domain.history import HistoryEntry
 from service.persistence.ports import AuditRecord
@@ -81,13 +86,8 @@ class AuditedAnalysis:
         kept: list[HistoryEntry] = []
         try:
             result = work(kept.append)
-        except DocQAError as exc:
-            self._record(
-                identity, name, store_id, documents, document_count, interface, mapping_for(exc).grpc_status, started
-            )
-            raise
-        except Exception:
-            self._record(identity, name, store_id, documents, document_count, interface, "INTERNAL", started)
+        except Exception as exc:
+            self._record(identity, name, store_id, documents, document_count, interface, outcome_of(exc), started)
             raise
         self.queries.metrics.query_latency.labels(name).observe(time.perf_counter() - started)
         chunks, chunk_count = bounded_ids([c.chunk_id for c in result.sources], AUDIT_CHUNK_IDS)
@@ -106,14 +106,14 @@ class AuditedAnalysis:
             document_count=document_count,
             chunk_count=chunk_count,
         )
-        try:
-            self.queries.repository().record_audit(record, history=kept)  # both rows, or neither
-        except Exception as exc:
-            outcome = mapping_for(exc).grpc_status if isinstance(exc, DocQAError) else "INTERNAL"
-            self._record(
+        record_answer(
+            self.queries.repository(),
+            record,
+            kept,
+            lambda outcome: self._record(
                 identity, name, store_id, documents, document_count, interface, outcome, started, result.query_id
-            )
-            raise
+            ),
+        )
         return result
 
     def _record(

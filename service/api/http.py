@@ -37,6 +37,7 @@ from service.api.tls import describe, uvicorn_tls_options
 from service.api.web.headers import SecurityHeaders
 from service.api.web.pages import console_routes, graphiql_page
 from service.config import LOOPBACK_HOSTS
+from service.domain.limits import is_valid_unicode
 from service.security.rate_limit import RateLimiter
 
 log = logging.getLogger("docqa.http")
@@ -102,11 +103,9 @@ class _DocQAGraphQL(GraphQL[RequestContext, None]):
             raise HTTPException(400, "the request body is not valid JSON in UTF-8") from None
         if not isinstance(value, dict | list):  # a list is a batch: strawberry refuses it (batching is off)
             raise HTTPException(400, 'the request body must be a JSON object: {"query": "...", "variables": {...}}')
-        if _SURROGATE_ESCAPE.search(text):
-            try:  # escapes of a surrogate pair are one character; a lone one is none, and no database stores it
-                json.dumps(value, ensure_ascii=False).encode("utf-8")
-            except UnicodeEncodeError:
-                raise HTTPException(400, "the request body is not valid Unicode text (a lone surrogate)") from None
+        # Escapes of a surrogate pair decode to one character; a lone one to none, which no database stores.
+        if _SURROGATE_ESCAPE.search(text) and not is_valid_unicode(json.dumps(value, ensure_ascii=False)):
+            raise HTTPException(400, "the request body is not valid Unicode text (a lone surrogate)")
         return value
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -8,7 +8,7 @@ from enum import Enum
 from typing import Any
 
 from acl.errors import InvalidArgument
-from service.domain.limits import CONTROL, is_valid_unicode
+from service.domain.limits import check_document_id, storable_text
 from service.domain.queries import SourceChunk, SourceDocument
 
 #: Documents one comparison takes, at least and at most.
@@ -76,10 +76,7 @@ def compared_ids(ids: Sequence[object], max_id_chars: int) -> list[str]:
     if not MIN_COMPARED <= len(ids) <= MAX_COMPARED:
         raise InvalidArgument(f"a comparison takes {MIN_COMPARED} to {MAX_COMPARED} document ids, got {len(ids)}")
     for document_id in ids:
-        if not isinstance(document_id, str) or not document_id.strip() or len(document_id) > max_id_chars:
-            raise InvalidArgument(f"document ids must be non-empty strings of at most {max_id_chars} characters")
-        if not is_valid_unicode(document_id):
-            raise InvalidArgument("document ids must be valid Unicode text (one holds a lone surrogate)")
+        check_document_id(document_id, max_id_chars)
     if len(set(ids)) != len(ids):
         raise InvalidArgument("a document id appears twice in the comparison")
     return [str(i) for i in ids]
@@ -93,10 +90,7 @@ def comparison_question(question: object) -> str | None:
         raise InvalidArgument("question must be a string")
     if len(question) > MAX_COMPARISON_QUESTION_CHARS:
         raise InvalidArgument(f"question is longer than {MAX_COMPARISON_QUESTION_CHARS} characters")
-    if any(ch in CONTROL for ch in question):
-        raise InvalidArgument("question must not contain control characters (tabs and line breaks are fine)")
-    if not is_valid_unicode(question):
-        raise InvalidArgument("question must be valid Unicode text (it holds a lone surrogate)")
+    storable_text(question, "question")
     return question.strip() or None
 
 

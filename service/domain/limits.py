@@ -13,7 +13,7 @@ MAX_STORE_CHUNKS = 100
 
 
 #: The characters no question may hold: C0 controls but tab, line feed and carriage return, and DEL.
-CONTROL = frozenset(chr(c) for c in (*range(0x20), 0x7F)) - {"\t", "\n", "\r"}
+_CONTROL = frozenset(chr(c) for c in (*range(0x20), 0x7F)) - {"\t", "\n", "\r"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,12 +42,7 @@ class Limits:
             raise InvalidArgument("question must not be empty")
         if len(question) > self.max_question_chars:
             raise InvalidArgument(f"question is longer than {self.max_question_chars} characters")
-        if any(ch in CONTROL for ch in question):
-            # No question needs them, and a database (PostgreSQL's text) refuses NUL after the work is done.
-            raise InvalidArgument("question must not contain control characters (tabs and line breaks are fine)")
-        if not is_valid_unicode(question):
-            # A lone surrogate (JSON's "\ud800") is no character; the history row could not store it.
-            raise InvalidArgument("question must be valid Unicode text (it holds a lone surrogate)")
+        storable_text(question, "question")
         return question.strip()
 
     def document_ids(self, ids: object) -> list[str]:
@@ -58,17 +53,26 @@ class Limits:
         if len(unique) > self.max_documents:
             raise InvalidArgument(f"at most {self.max_documents} document ids are allowed")
         for document_id in unique:
-            if (
-                not isinstance(document_id, str)
-                or not document_id.strip()
-                or len(document_id) > self.max_document_id_chars
-            ):
-                raise InvalidArgument(
-                    f"document ids must be non-empty strings of at most {self.max_document_id_chars} characters"
-                )
-            if not is_valid_unicode(document_id):
-                raise InvalidArgument("document ids must be valid Unicode text (one holds a lone surrogate)")
+            check_document_id(document_id, self.max_document_id_chars)
         return unique
+
+
+def check_document_id(document_id: object, max_chars: int) -> None:
+    """InvalidArgument unless ``document_id`` is a non-empty string of at most ``max_chars`` valid Unicode text."""
+    if not isinstance(document_id, str) or not document_id.strip() or len(document_id) > max_chars:
+        raise InvalidArgument(f"document ids must be non-empty strings of at most {max_chars} characters")
+    if not is_valid_unicode(document_id):
+        raise InvalidArgument("document ids must be valid Unicode text (one holds a lone surrogate)")
+
+
+def storable_text(text: str, name: str) -> None:
+    """InvalidArgument unless every database can store ``text`` (a question): no control characters but tab,
+    line feed and carriage return (PostgreSQL's text refuses NUL, after the work is done), no lone surrogate
+    (JSON's "\\ud800" is no character; UTF-8 cannot hold it)."""
+    if any(ch in _CONTROL for ch in text):
+        raise InvalidArgument(f"{name} must not contain control characters (tabs and line breaks are fine)")
+    if not is_valid_unicode(text):
+        raise InvalidArgument(f"{name} must be valid Unicode text (it holds a lone surrogate)")
 
 
 def is_valid_unicode(text: str) -> bool:

@@ -194,3 +194,18 @@ def commits_that_wrote(app: App) -> Iterator[list[list[str]]]:
     finally:
         event.remove(engine, "before_cursor_execute", on_execute)
         event.remove(engine, "commit", on_commit)
+
+
+@contextmanager
+def inserts_fail(app: App, table: str) -> Iterator[None]:
+    """Every insert into ``table`` of the settings database (SQLite) fails, as a full disk would, as the test runs."""
+    engine = app.repository.engine  # type: ignore[attr-defined]
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            f"CREATE TRIGGER {table}_full BEFORE INSERT ON {table} BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+        )
+    try:
+        yield
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TRIGGER {table}_full")

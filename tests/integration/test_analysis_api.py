@@ -23,6 +23,7 @@ from tests.integration.server_world import (
     bearer,
     build_world,
     commits_that_wrote,
+    inserts_fail,
     on_servers,
     token,
 )
@@ -240,16 +241,8 @@ def test_a_summary_keeps_its_history_entry_and_audit_row_together(world: Any) ->
     """Written in one transaction (comparisons go the same way); when they cannot be, neither is kept and a
     failure audit row is left."""
     app = world[0]
-    engine = app.repository.engine
-    with engine.begin() as conn:
-        conn.exec_driver_sql(
-            "CREATE TRIGGER history_full BEFORE INSERT ON query_history BEGIN SELECT RAISE(ABORT, 'disk full'); END"
-        )
-    try:
+    with inserts_fail(app, "query_history"):
         failed = _gql(world, SUMMARY, {"s": STORE, "d": "handbook"}, "erin")
-    finally:
-        with engine.begin() as conn:
-            conn.exec_driver_sql("DROP TRIGGER history_full")
     assert _codes(failed) == ["INTERNAL_SERVER_ERROR"]
     assert [r.outcome for r in app.repository.audit_records("erin")] == ["INTERNAL"]
     assert app.history.page(Caller("erin"), 10).entries == ()

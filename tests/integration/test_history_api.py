@@ -20,6 +20,7 @@ from tests.integration.server_world import (
     SlowGenerator,
     build_world,
     commits_that_wrote,
+    inserts_fail,
     on_servers,
 )
 
@@ -230,11 +231,8 @@ def test_an_answer_keeps_its_history_entry_and_its_audit_row_in_one_transaction(
     assert wrote == [["query_audit", "query_history"]]
     assert [r.query_id for r in app.repository.audit_records("alice")] == [first["queryId"]]
 
-    with app.repository.engine.begin() as conn:  # type: ignore[attr-defined]
-        conn.exec_driver_sql(
-            "CREATE TRIGGER audit_full BEFORE INSERT ON query_audit BEGIN SELECT RAISE(ABORT, 'disk full'); END"
-        )
-    body = _gql(served, ASK, "alice", {"q": "and for executives?", "c": first["conversationId"]})
+    with inserts_fail(app, "query_audit"):
+        body = _gql(served, ASK, "alice", {"q": "and for executives?", "c": first["conversationId"]})
     assert _codes(body) == ["INTERNAL_SERVER_ERROR"] and body["data"] is None
     turns = _gql(served, CONVERSATION, "alice", {"id": first["conversationId"]})["data"]["conversation"]["turns"]
     assert [t["queryId"] for t in turns] == [first["queryId"]]  # the failed turn left no entry
@@ -242,12 +240,8 @@ def test_an_answer_keeps_its_history_entry_and_its_audit_row_in_one_transaction(
     assert [e["node"]["queryId"] for e in history] == [first["queryId"]]
 
     # a history row that cannot be written: neither row is kept, and the query still leaves a failure audit row
-    with app.repository.engine.begin() as conn:  # type: ignore[attr-defined]
-        conn.exec_driver_sql("DROP TRIGGER audit_full")
-        conn.exec_driver_sql(
-            "CREATE TRIGGER history_full BEFORE INSERT ON query_history BEGIN SELECT RAISE(ABORT, 'disk full'); END"
-        )
-    body = _gql(served, ASK, "alice", {"q": "and for executives?", "c": first["conversationId"]})
+    with inserts_fail(app, "query_history"):
+        body = _gql(served, ASK, "alice", {"q": "and for executives?", "c": first["conversationId"]})
     assert _codes(body) == ["INTERNAL_SERVER_ERROR"]
     assert [r.outcome for r in app.repository.audit_records("alice")] == ["INTERNAL", "OK"]
     history = _gql(served, HISTORY, "alice", {"first": 10})["data"]["history"]["edges"]

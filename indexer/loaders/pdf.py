@@ -11,6 +11,7 @@ becomes a heading block on its page, at the line that prints it when one does
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from io import BytesIO
@@ -27,6 +28,12 @@ CONTENT_TYPE = "application/pdf"
 
 #: Outline entries read at most (a hostile file may nest thousands).
 MAX_OUTLINE_ENTRIES = 5_000
+
+_PDFIUM = threading.Lock()
+#: Where PDFium joined a line that ends in a hyphen to the next (U+FFFE or U+0002): the hyphen and the line break
+#: the page prints, which ``repair_hyphenation`` joins or keeps (also across pages, once running headers and
+#: footers are gone).
+_SOFT_BREAK = re.compile("[\ufffe\x02]")
 
 # Placeholders PDF producers write when the author set no title.
 _NO_TITLE = frozenset({"untitled", "untitled document", "(anonymous)", "title", "document", "slide 1"})
@@ -59,7 +66,7 @@ def load_pdf(data: bytes, name: str) -> LoadedDocument:
         if reader.is_encrypted:
             _decrypt_with_empty_password(reader, name)
         title = _metadata_title(reader)
-        texts = [page.extract_text() for page in reader.pages]
+        texts = page_texts(data, len(reader.pages), reader)
     except LoadError:
         raise
     except Exception as exc:  # pypdf raises many kinds on damaged files; all mean "unreadable"
@@ -73,6 +80,44 @@ def load_pdf(data: bytes, name: str) -> LoadedDocument:
     _lay_out(builder, pages, outline)
     fallback = _first_line_title(pages) or next((e.title for e in outline), None)
     return builder.build(title or fallback)
+
+
+def page_texts(data: bytes, page_count: int, reader: PdfReader) -> list[str]:
+    """Each page's text as PDFium lays it out (``pypdfium2``); pypdf's extraction when PDFium cannot open the file.
+
+    PDFium places words by the glyphs' positions, so text a typesetter set with
+    kerning offsets instead of space characters (pdfTeX, dblatex: Debian's
+    DocBook manuals) keeps its word spaces, where pypdf's plain extraction
+    writes "Thisdocumentmaybeused…" and its layout mode is no better.
+    """
+    try:
+        texts = _pdfium_texts(data)
+    except Exception:  # PDFium refuses what pypdf may still read (a cipher it lacks, a damaged xref table)
+        return [page.extract_text() for page in reader.pages]
+    if len(texts) != page_count:
+        return [page.extract_text() for page in reader.pages]
+    return texts
+
+
+def _pdfium_texts(data: bytes) -> list[str]:
+    import pypdfium2  # imported when a PDF is read: the indexer's other paths never need it
+
+    texts: list[str] = []
+    # PDFium is not thread-safe: one document at a time in this process.
+    with _PDFIUM:
+        document = pypdfium2.PdfDocument(data)
+        try:
+            for page in document:
+                textpage = page.get_textpage()
+                try:
+                    text = textpage.get_text_range()
+                finally:
+                    textpage.close()
+                    page.close()
+                texts.append(_SOFT_BREAK.sub("-\n", text.replace("\r\n", "\n").replace("\r", "\n")))
+        finally:
+            document.close()
+    return texts
 
 
 def read_outline(reader: PdfReader, page_count: int) -> list[OutlineEntry]:

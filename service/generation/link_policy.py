@@ -32,6 +32,7 @@ _SCRIPT_SCHEME = re.compile(r"(?i)(?:javascript|vbscript|data|blob|mailto):[^\s<
 _PROTOCOL_RELATIVE = re.compile(r"(?<![A-Za-z0-9:/\\])//[A-Za-z0-9\[][^\s<>\"'`]*")
 _WWW = re.compile(r"(?i)(?<![A-Za-z0-9])www\.[^\s<>\"'`]+")
 _TRAILING = ".,;:!?'\"*_~"
+_BEFORE_SCHEME = re.compile(r"[^\s\w](?=[A-Za-z][A-Za-z0-9+.\-]*://)")
 _NOT_LETTER = re.compile(r"[^0-9a-z]+")
 #: Letters and digits in a row of the model's texts that an allow-listed address may not carry.
 CARRIED_CHARS = 20
@@ -151,11 +152,14 @@ def find_addresses(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     # linkify-it is slow in pure Python; everything it links has a scheme's ":", "//", an "@" or a dot
     # between two non-blank characters, so text without any of them (most prose) skips it.
-    matches = _linkify().match(text) if _MAYBE_LINKED.search(text) else None
-    for match in matches or ():
-        # An e-mail address is one too (its local part can carry text): kept only when a source quotes it.
-        if match.schema or _fuzzy_carries_data(match):
-            spans.append((match.index, match.last_index))
+    if _MAYBE_LINKED.search(text):
+        # linkify-it links no "scheme://" right after punctuation ("=https://…"), where markdown-it's own
+        # linkify rule may, reading on over a quoted part: it is read again with that character a space.
+        for variant in dict.fromkeys((text, _BEFORE_SCHEME.sub(" ", text))):
+            for match in _linkify().match(variant) or ():
+                # An e-mail address is one too (its local part can carry text): kept only when a source quotes it.
+                if match.schema or _fuzzy_carries_data(match):
+                    spans.append((match.index, match.last_index))
     for pattern in (_ANY_SCHEME, _SCRIPT_SCHEME, _WWW, _PROTOCOL_RELATIVE):
         for found in pattern.finditer(text):
             end = _trim(text, found.start(), found.end())

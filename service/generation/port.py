@@ -39,6 +39,8 @@ class Prompt:
     boundary: str = field(default_factory=new_boundary)
     #: Earlier turns of the conversation (question and answer text only), quoted before the template.
     earlier: tuple[EarlierTurn, ...] = ()
+    #: The store's embedding model (an extractive answer may compare meanings with it); "" = unknown.
+    embedding_model: str = ""
 
     def render(self) -> str:
         """The text a language model is sent: system instructions, then the template filled in."""
@@ -72,6 +74,10 @@ class Generator(ABC):
     model_id: str
     #: Tokens of prompt + context the generator accepts.
     context_tokens: int
+    #: Whether the text is quoted verbatim from the context (the extractive answerer), not written: then it is
+    #: document text shown as text — never HTML-escaped and its addresses kept — and the link policy, which
+    #: guards a model's *generated* markup, does not apply to it.
+    quotes_verbatim: bool = False
 
     @abstractmethod
     def generate(self, prompt: Prompt) -> Completion: ...

@@ -37,7 +37,7 @@ from collections.abc import Generator, Iterable
 from service.generation.answer_markup import MAX_HOLD, REMOVED, Constructs, Need, last_line
 from service.generation.link_policy import LinkPolicy, find_addresses
 
-__all__ = ["MAX_HOLD", "REMOVED", "AnswerStream", "sanitize_answer", "sanitized_stream"]
+__all__ = ["MAX_HOLD", "REMOVED", "AnswerStream", "sanitize_answer", "sanitized_stream", "verbatim_stream"]
 
 _WORD = re.compile(r"\S+")
 _SPACE = re.compile(r"\s")
@@ -110,6 +110,17 @@ def sanitized_stream(pieces: Iterable[str], policy: LinkPolicy) -> Generator[str
         rest = stream.close()
         if rest:
             yield rest
+    finally:
+        close = getattr(pieces, "close", None)
+        if close is not None:
+            close()
+
+
+def verbatim_stream(pieces: Iterable[str]) -> Generator[str, None, None]:
+    """``pieces`` of an answer quoted verbatim from its sources (no markup to sanitize); closing this closes
+    ``pieces`` too."""
+    try:
+        yield from pieces
     finally:
         close = getattr(pieces, "close", None)
         if close is not None:

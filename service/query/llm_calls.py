@@ -10,7 +10,7 @@ from service.generation.citations import CitationCheck, check_citations
 from service.generation.link_policy import LinkPolicy
 from service.generation.port import ContextChunk, Generator, Prompt
 from service.generation.prompting import Budgeted, estimate_tokens
-from service.generation.sanitize import sanitize_answer, sanitized_stream
+from service.generation.sanitize import sanitize_answer, sanitized_stream, verbatim_stream
 from service.query.cancellation import Cancellation
 
 #: The user part of every summary and comparison prompt: DocQA's own, never a store's question template.
@@ -53,11 +53,14 @@ class LlmCalls:
             self.input_tokens += completion.input_tokens
             self.output_tokens += completion.output_tokens
             self.used_model_id = completion.model_id
-            checked = check_citations(sanitize_answer(completion.text, links), len(prompt.chunks))
+            text = completion.text if self.generator.quotes_verbatim else sanitize_answer(completion.text, links)
+            checked = check_citations(text, len(prompt.chunks))
             self.checks.append(checked)
             return checked.text
         pieces: list[str] = []
-        with closing(sanitized_stream(self.generator.stream(prompt), links)) as stream:
+        produced = self.generator.stream(prompt)
+        verbatim = self.generator.quotes_verbatim
+        with closing(verbatim_stream(produced) if verbatim else sanitized_stream(produced, links)) as stream:
             for piece in stream:
                 if self.cancel is not None:
                     self.cancel.check()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -127,9 +127,18 @@ class App:
 
                 config = self.settings.generator
                 self._generator = ExtractiveGenerator(
-                    max_sentences=config.max_sentences, context_tokens=config.context_tokens
+                    max_sentences=config.max_sentences,
+                    context_tokens=config.context_tokens,
+                    similarity=self._similarity if config.semantic_units else None,
+                    semantic_units=config.semantic_units,
                 )
             return self._generator
+
+    def _similarity(self, model: str, question: str, texts: Sequence[str]) -> list[float]:
+        """The cosine of ``question`` with each of ``texts`` in embedding model ``model`` (vectors are unit)."""
+        embedder = self.embedder(model)
+        vectors = embedder.embed_documents(list(texts))
+        return [float(x) for x in vectors @ embedder.embed_query(question)]
 
     def generator_problems(self, max_age_s: float = 60.0) -> list[str]:
         """The generator's failing checks (``"name: detail"``), as ``docqa doctor`` shows them.

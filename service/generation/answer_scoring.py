@@ -4,8 +4,9 @@ A unit's score is the idf-weighted share of the question's content terms it
 contains (idf over the units of the context, so a word every sentence shares
 counts little), with:
 
-- light normalisation, the same for question and text: plurals, "-ing",
-  "-ed", a final "e" ("configured", "configuring", "configure" agree);
+- the same stemming for question and text (Snowball's English stemmer:
+  "configured", "configuring", "configure" agree; so do "connected" and
+  "connections");
 - identifiers (``snake_case``, ``CONFIG_NAMES``, ``--options``, ``call()``,
   ``dotted.names``) and numbers weighing more, and matching whole as well as
   by their parts;
@@ -28,6 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
+
+import snowballstemmer
 
 _TOKEN = re.compile(
     r"(?<![\w-])--?[A-Za-z][\w-]*"  # an option
@@ -121,24 +124,13 @@ _CUE_BONUS = {"quantity": 0.5, "identifier": 0.5, "permission": 0.3, "reason": 0
 _PAIR_BONUS = 0.1
 
 
+_SNOWBALL = snowballstemmer.stemmer("english")
+
+
 @lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
-    """A light, consistent normalisation: plural, then "-ing"/"-ed", then a final "e" and a doubled consonant."""
-    word = word.lower()
-    if len(word) > 4 and word.endswith(("ies", "ied")):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    for suffix in ("ing", "ed"):
-        stem = word[: -len(suffix)]
-        if word.endswith(suffix) and len(stem) > 2 and _VOWEL.search(stem) and not word.endswith("eed"):
-            word = stem
-            break
-    if len(word) > 3 and word.endswith("e"):
-        word = word[:-1]
-    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiouls":
-        word = word[:-1]
-    return word
+    """The word's Snowball (Porter 2) stem: "connected", "connections" and "connecting" agree."""
+    return str(_SNOWBALL.stemWord(word.lower()))
 
 
 def _special(token: str) -> bool:

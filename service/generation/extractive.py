@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
 
 from service.generation.answer_scoring import Evidence, Question, Scorer
 from service.generation.planted import looks_like_instruction
 from service.generation.port import Completion, Generator, Prompt
-from service.generation.quotes import Candidate, Quote, announces, complete, dangling, near_duplicates, refers_back
+from service.generation.quote_spans import boilerplate, build_quote, orphan, quotable
+from service.generation.quotes import Candidate, Quote
 from service.generation.text_units import split_sentences, split_units
 
 __all__ = [
@@ -44,6 +45,8 @@ __all__ = [
 ]
 
 EXTRACTIVE_MODEL_ID = "extractive"
+#: The cosine of a question with each of some texts, in an embedding model: (model, question, texts).
+Similarity = Callable[[str, str, Sequence[str]], Sequence[float]]
 
 #: A further quote only if it scores at least this share of the best.
 _KEEP_RATIO = 0.75
@@ -51,34 +54,53 @@ _KEEP_RATIO = 0.75
 _RANK_STEP = 0.12
 #: A chunk's first unit that starts in lower case is the tail of a sentence cut by the chunker.
 _FRAGMENT_WEIGHT = 0.6
+#: Units (the best by their words) whose meaning is compared with the question's by default; how much a cosine
+#: counts above its floor; the characters of a unit compared (a long one is judged by its start).
+SEMANTIC_UNITS = 6
+_SEMANTIC_WEIGHT = 3.0
+_SEMANTIC_FLOOR = 0.2
+_SEMANTIC_CHARS = 160
+#: How much a sentence that points back at nothing quotable weighs ("This shows …" after a heading).
+_ORPHAN_WEIGHT = 0.5
+#: How much a sentence weighs that many chunks of the context repeat (``quote_spans.boilerplate``).
+_BOILERPLATE_WEIGHT = 0.5
+#: How much the sentence a definition starts with counts toward its later sentences' scores.
+_TOPIC_WEIGHT = 0.6
+#: How much a unit the previous answer of the conversation quoted weighs.
+_REPEAT_WEIGHT = 0.3
 #: Lines an answer stops growing at (code, lists and tables are long).
 _MAX_LINES = 14
-_SENTENCE_ENDS = frozenset(".!?\"'”:")
-
-
-def _quotable(candidate: Candidate) -> bool:
-    """A unit worth quoting: code, a list, a table, or a sentence that is not a bare heading or fragment."""
-    unit = candidate.unit
-    if unit.kind != "sentence":
-        return len(unit.text.strip()) >= 4
-    sentence = unit.lines[0]
-    words = sentence.split()
-    return len(sentence) >= 12 and (sentence.rstrip()[-1:] in _SENTENCE_ENDS or len(words) >= 8)
 
 
 class ExtractiveGenerator(Generator):
     """Answers by quoting units of the context; never invents text."""
 
-    def __init__(self, *, max_sentences: int = 3, context_tokens: int = 8192) -> None:
-        """``max_sentences``: quotes at most (a sentence, or code, a list or a table with its lead-in)."""
+    quotes_verbatim = True
+
+    def __init__(
+        self,
+        *,
+        max_sentences: int = 3,
+        context_tokens: int = 8192,
+        similarity: Similarity | None = None,
+        semantic_units: int = SEMANTIC_UNITS,
+    ) -> None:
+        """``max_sentences``: quotes at most (a sentence, or code, a list or a table with its lead-in).
+        ``similarity(model, question, texts)``: the cosine of the question with each text in the store's
+        embedding model; the ``semantic_units`` best units by their words are compared so. Without it units are
+        scored on their words alone."""
         self.model_id = EXTRACTIVE_MODEL_ID
         self.context_tokens = context_tokens
         self._max_quotes = max_sentences
+        self._similarity = similarity
+        self._semantic_units = semantic_units
 
     def generate(self, prompt: Prompt) -> Completion:
         question = Question.read(prompt.question)
         chunks = self._candidates(prompt)
+        said = " ".join(prompt.earlier[-1].answer.split()) if prompt.earlier else ""
         everything = [c for units in chunks for c in units]
+        common = boilerplate(everything)
         scorer = Scorer(question, (c.evidence for c in everything))
         for candidate in everything:
             weight = 1.0 / (1.0 + _RANK_STEP * candidate.rank)
@@ -87,7 +109,18 @@ class ExtractiveGenerator(Generator):
                 weight *= _FRAGMENT_WEIGHT
             candidate.score = scorer.score(candidate.evidence)
             candidate.score_lines(scorer)
+            if unit.head is not None and candidate.score > 0:
+                # A later sentence of a definition ("The default is five minutes.") speaks of what it defines.
+                candidate.score += _TOPIC_WEIGHT * scorer.score(chunks[candidate.rank][unit.head].evidence)
             candidate.score *= weight
+            if orphan(candidate, chunks[candidate.rank]):
+                candidate.score *= _ORPHAN_WEIGHT
+            if unit.kind == "sentence" and " ".join(unit.text.split()).casefold() in common:
+                candidate.score *= _BOILERPLATE_WEIGHT
+            if said and " ".join(unit.text.split()) in said:
+                candidate.score *= _REPEAT_WEIGHT  # a follow-up is not answered with what was just said
+        if self._similarity is not None and self._semantic_units and prompt.embedding_model:
+            self._add_meaning(prompt.embedding_model, prompt.question, everything)
         quotes = self._choose(chunks, everything)
         if not quotes:
             return Completion(text="", model_id=self.model_id, stop_reason="no_sentences")
@@ -105,6 +138,19 @@ class ExtractiveGenerator(Generator):
             used_citations=tuple(sorted({n for q in quotes for n in q.citations})),
         )
 
+    def _add_meaning(self, model: str, question: str, everything: list[Candidate]) -> None:
+        """Raise the units nearest the question in meaning (the embedding model), among the best by words: a
+        sentence that says "enable" answers "what do I have to switch on?"."""
+        assert self._similarity is not None
+        pool = sorted((c for c in everything if c.score > 0 and quotable(c)), key=lambda c: -c.score)
+        pool = pool[: self._semantic_units]
+        if not pool:
+            return
+        cosines = self._similarity(model, question, [c.unit.text[:_SEMANTIC_CHARS] for c in pool])
+        for candidate, cosine in zip(pool, cosines, strict=True):
+            weight = 1.0 / (1.0 + _RANK_STEP * candidate.rank)
+            candidate.score += _SEMANTIC_WEIGHT * max(0.0, cosine - _SEMANTIC_FLOOR) * weight
+
     @staticmethod
     def _candidates(prompt: Prompt) -> list[list[Candidate]]:
         chunks: list[list[Candidate]] = []
@@ -116,8 +162,8 @@ class ExtractiveGenerator(Generator):
         return chunks
 
     def _choose(self, chunks: list[list[Candidate]], everything: list[Candidate]) -> list[Quote]:
-        quotable = [c for c in everything if _quotable(c)]
-        scored = sorted((c for c in quotable if c.score > 0), key=lambda c: (-c.score, c.rank, c.unit.position))
+        worth = [c for c in everything if quotable(c)]
+        scored = sorted((c for c in worth if c.score > 0), key=lambda c: (-c.score, c.rank, c.unit.position))
         # Whether a unit is planted is asked lazily, best first, only as far as the answer reads: the check costs.
         evidence = (c for c in scored if not c.planted)
         first = next(evidence, None)
@@ -127,8 +173,8 @@ class ExtractiveGenerator(Generator):
         else:
             # Instructions to the assistant are quoted only when nothing else is evidence at all;
             # when nothing shares a word with the question, the best chunk's first quotable unit.
-            unscored = next((c for c in quotable if not c.planted), None)
-            ranked = scored or ([unscored] if unscored else quotable[:1])
+            unscored = next((c for c in worth if not c.planted), None)
+            ranked = scored or ([unscored] if unscored else worth[:1])
         quotes: list[Quote] = []
         used: set[int] = set()  # ids of candidates quoted or merged into a quote
         best = 0.0
@@ -139,65 +185,12 @@ class ExtractiveGenerator(Generator):
                 break
             if id(candidate) in used:
                 continue
-            quote = self._quote(candidate, chunks, everything, used)
+            quote = build_quote(candidate, chunks, everything, used)
             if quote is None:
                 continue
             best = best or quote.score
             quotes.append(quote)
         return quotes
-
-    @staticmethod
-    def _quote(
-        candidate: Candidate, chunks: list[list[Candidate]], everything: list[Candidate], used: set[int]
-    ) -> Quote | None:
-        """The quote that starts at ``candidate``, completed; None when it would end on a fragment."""
-        units = chunks[candidate.rank]
-        parts = [candidate]
-        citations = {candidate.citation}
-        position = candidate.unit.position
-        if position > 0 and candidate.unit.kind == "sentence" and refers_back(candidate.unit.lines[0]):
-            before = units[position - 1]  # "This …" needs the sentence it refers to
-            if before.unit.kind == "sentence" and id(before) not in used and _quotable(before) and not before.planted:
-                parts.insert(0, before)
-        following = position + 1
-        while parts[-1].unit.kind == "sentence" and len(parts) < 3 and following < len(units):
-            sentence, after = parts[-1].unit.lines[0], units[following]
-            if after.planted or id(after) in used:
-                break
-            goes_on = after.unit.kind == "sentence" and after.score > 0 and refers_back(after.unit.lines[0])
-            if not (dangling(sentence) or goes_on or (after.unit.kind != "sentence" and announces(sentence))):
-                break
-            parts.append(after)
-            following += 1
-        last = parts[-1]
-        if last.unit.kind == "sentence" and not complete(last.unit.lines[0]) and following >= len(units):
-            # The chunk ends inside the sentence: an overlapping chunk may hold all of it.
-            whole = _longer_version(last, everything)
-            if whole is not None:
-                parts[-1] = whole
-                citations.add(whole.citation)
-        if parts[-1].unit.kind == "sentence" and dangling(parts[-1].unit.lines[0]):
-            return None
-        for part in parts:
-            used.add(id(part))
-            for other in everything:
-                # A near-duplicate shares the part's words with the question: it scores too (unless nothing does).
-                if id(other) in used or other.unit.kind != part.unit.kind or (part.score > 0 and other.score <= 0):
-                    continue
-                if near_duplicates(part, other) and not other.planted:
-                    used.add(id(other))
-                    citations.add(other.citation)
-        return Quote(parts, citations, max(p.score for p in parts))
-
-
-def _longer_version(fragment: Candidate, everything: list[Candidate]) -> Candidate | None:
-    text = fragment.unit.lines[0]
-    for other in everything:
-        sentence = other.unit.lines[0]
-        longer = other.unit.kind == "sentence" and len(sentence) > len(text) and sentence.startswith(text)
-        if longer and complete(sentence) and not other.planted:
-            return other
-    return None
 
 
 # -------------------------------------------------- the words of a text (the test embedder reads them too)

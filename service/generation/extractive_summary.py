@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from service.generation.boilerplate import statement
 from service.generation.text_units import split_units
 
 #: Cosine similarity at which two sentences count as linked (LexRank's threshold).
@@ -35,11 +36,15 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
 
 
 def quotable_sentences(text: str) -> list[str]:
-    """The prose sentences of ``text`` a summary may quote, in order (code, lists and tables are left out)."""
+    """The prose sentences of ``text`` a summary may quote, in order (code, lists and tables, headings and
+    boilerplate are left out)."""
     return [
         u.text.strip()
         for u in split_units(text)
-        if u.kind == "sentence" and len(_WORD.findall(u.text)) >= MIN_WORDS and len(u.text) <= MAX_SENTENCE_CHARS
+        if u.kind == "sentence"
+        and len(_WORD.findall(u.text)) >= MIN_WORDS
+        and len(u.text) <= MAX_SENTENCE_CHARS
+        and statement(u.text)
     ]
 
 

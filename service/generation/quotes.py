@@ -31,6 +31,14 @@ _DANGLING = re.compile(
 )
 #: A sentence that points at the one before it ("It is …" is mostly the dummy "it": not counted).
 _REFERS_BACK = re.compile(r"(?:This|These|Those|That|They|Such|Both|Otherwise|It(?!\s+is\b|'s\b))\b")
+#: A sentence that starts a definition ("port (integer): The TCP port …", "-n, --numbered: Sort …") or is a
+#: defined term alone (a chunk cut after it): never the rest of the sentence before it.
+_DEFINITION_START = re.compile(r"^[\w.<>\[\]=|-]+(?:\s\([\w ]+\))?(?::\s|,\s-|$)")
+#: "this code", "these options", "such a file" past a sentence's first word, within its first characters.
+_POINTS_BACK = re.compile(
+    r"(?<=\s)(?:this|these|those|such)\s+(?:an?\s+)?(?!is\b|are\b|was\b|the\b|it\b|you\b)[a-z]{3,}\b"
+)
+_POINTS_BACK_WITHIN = 60
 #: A sentence that announces what follows it ("run the following command.").
 _ANNOUNCES = re.compile(r"\b(?:the\s+following|as\s+follows|below)\b|:\s*$", re.IGNORECASE)
 
@@ -51,6 +59,19 @@ def complete(text: str) -> bool:
 def refers_back(text: str) -> bool:
     """Whether a sentence starts by pointing at the one before it ("This …", "It …", "These …")."""
     return _REFERS_BACK.match(text) is not None
+
+
+def continues_before(text: str) -> bool:
+    """Whether a sentence starts inside one that began before it: in lower case ("which will replace the old
+    commit …" after "… using" and a command), so it is never quoted without its start."""
+    first = text.lstrip("\"'“‘(")[:1]
+    return first.islower() and not _DEFINITION_START.match(text)
+
+
+def points_back(text: str) -> bool:
+    """Whether a sentence names something the one before it introduced ("If the script exits with this code,
+    …"): a demonstrative early in it, past its first word."""
+    return _POINTS_BACK.search(text[:_POINTS_BACK_WITHIN]) is not None
 
 
 def announces(text: str) -> bool:
@@ -119,9 +140,12 @@ class Quote:
         lines: list[str] = []
         sentences: list[str] = []
         cited = False
+        previous: Candidate | None = None
         for part in self.parts:
+            gap = previous is not None and part.unit.position > previous.unit.position + 1
+            previous = part
             if part.unit.kind == "sentence":
-                sentences.append(part.unit.lines[0])
+                sentences.append(f"… {part.unit.lines[0]}" if gap and sentences else part.unit.lines[0])
                 continue
             if sentences:
                 lines.append(f"{' '.join(sentences)} {marks}")

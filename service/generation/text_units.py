@@ -1,7 +1,7 @@
 """The units an extractive answer quotes: sentences, and code blocks, lists and tables kept whole.
 
 A chunk's text is read in blocks (the loaders separate blocks with a blank
-line) and lines:
+line) and lines (``service.generation.text_lines``):
 
 - **code**: lines between ``` fences, indented lines, and lines that look like
   a command, SQL, an option or program text; a block most of whose lines look
@@ -21,56 +21,13 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Literal
 
+from service.generation.text_lines import SENTENCE_BOUNDARY, block_kinds, blocks, defined
+
 UnitKind = Literal["sentence", "code", "list", "table"]
 
-_FENCE = re.compile(r"^\s*(?:```|~~~)")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*•+‣◦]|\d{1,3}[.)]|[a-z][)])\s+\S")
-_TABLE_ROW = re.compile(r"\S \| \S|^\|.*\|\s*$")
-_INDENTED = re.compile(r"^(?: {4}|\t)\s*\S")
-_COMMANDS = frozenset(
-    """
-    sudo apt apt-get dpkg yum dnf brew pip pip3 pipx uv python python3 git docker podman kubectl helm
-    curl wget npm npx yarn systemctl journalctl psql mysql sqlite3 ssh scp rsync tar chmod chown mkdir rm
-    cp mv ls cd grep sed awk docqa alembic pytest openssl ln echo export unzip gzip make cmake gcc java
-    mvn gradle cargo go node ruby perl bash sh zsh ps kill tail head cat less vim nano
-    """.split()  # noqa: SIM905 - a word list reads better as text
-)
-#: Commands that are also English words: code only with an argument that looks like code.
-_AMBIGUOUS = frozenset({"make", "go", "cat", "less", "head", "tail", "kill", "export", "echo", "ps"})
-# Both are matched at the start of a stripped line (``match``, not ``search``: it is much faster).
-_STRONG_CODE = re.compile(
-    r"""
-      (?:\$|%|>>>|PS>|[A-Za-z]:\\>|\#)\s+\S                      # a shell or interpreter prompt
-    | (?:SELECT|INSERT\s+INTO|UPDATE|DELETE\s+FROM|CREATE|ALTER|DROP|GRANT|REVOKE|WHERE|ORDER\s+BY
-        |GROUP\s+BY|LEFT\s+JOIN|INNER\s+JOIN|VALUES)\s+\S          # SQL
-    | --?[A-Za-z][\w-]*(?:[ =]\S|$)                            # an option: --port 8080, -v
-    | (?:def|class|import|from|return|function|const|let|var|public|private|fn|func)\s+[\w.]+
-        (?:\s+import\s|[\s(:=<{]|$)                            # program text
-    | \#include\b | \#!/ | [{}\])]+[;,]?$                       # C-like punctuation, a shebang
-    | <[A-Za-z/!?][^>]*>                                       # markup
-    | .*\S\s*\{$                                               # a block opens
-    """,
-    re.VERBOSE,
-)
-_WEAK_CODE = re.compile(
-    r"""
-      .*;$                                                     # a statement
-    | [A-Za-z_][\w.\-]*\s*=\s*\S                               # KEY=value, key = value
-    | [a-z_][\w.\-]*:\s*\S+$                                    # key: value
-    | [\w.]+\([^()]*\)\s*;?$                                    # a call on its own
-    """,
-    re.VERBOSE,
-)
-#: Plainly prose (the common case, decided at once): a capitalised word, then words, a full stop.
-_PLAIN_PROSE = re.compile(r"^[A-Z][a-z]+[ ,][^;{}=$<>|`\\]*[a-z0-9)][.!?]$")
-_PROGRAM = re.compile(r"[a-z][\w.+-]*(?:\s+[^\s-]\S*){0,2}\s+--?[A-Za-z][\w-]*(?:[\s=]|$)")
 #: Lines of code between two list items that belong to the item before (a step's command).
 _STEP_CODE_LINES = 6
-_LEAD_IN = re.compile(r"^[A-Z][^:]*\s[^:]*:$")
 _CODE_SPAN = re.compile(r"`[^`\n]+`")
-# A candidate sentence end: terminal punctuation, closing quotes or brackets, white space,
-# then what a sentence starts with.
-_BOUNDARY = re.compile(r"[.!?…]+[\"'”’)\]]*\s+(?=[\"'“‘(\[`]?[A-Z0-9])")
 #: Abbreviations a sentence never ends at.
 _ABBREVIATIONS = frozenset(
     """
@@ -91,108 +48,49 @@ class Unit:
     kind: UnitKind
     lines: tuple[str, ...]
     position: int
+    #: The position of the sentence that states what this unit's definition defines ("checkpoint_timeout
+    #: (integer): Maximum time between automatic WAL checkpoints.") when the unit is a later part of it ("The
+    #: default is five minutes."); None outside a definition and for that sentence itself.
+    head: int | None = None
     text: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "text", "\n".join(self.lines))
 
 
-def _strong_code(line: str) -> bool:
-    stripped = line.strip()
-    if _PLAIN_PROSE.match(stripped):
-        return False
-    if _STRONG_CODE.match(stripped):
-        return True
-    first, _, rest = stripped.partition(" ")
-    if stripped.endswith((".", "?", "!", ",", ":")) or not first[:1].islower():
-        return False
-    if first in _COMMANDS:
-        return bool(rest) and (first not in _AMBIGUOUS or re.search(r"(?:^|\s)-|[/=_|>]", rest) is not None)
-    # Any program with an option: "zstd --train samples/* -o dict".
-    return _PROGRAM.match(stripped) is not None
-
-
-def _code_like(line: str) -> bool:
-    stripped = line.strip()
-    if _PLAIN_PROSE.match(stripped):
-        return False
-    return _strong_code(stripped) or _WEAK_CODE.match(stripped) is not None
-
-
-def _line_kind(line: str) -> str:
-    if _LIST_ITEM.match(line):
-        return "list"
-    if _INDENTED.match(line):
-        return "code"
-    if (" | " in line or line.startswith("|")) and _TABLE_ROW.search(line):
-        return "table"
-    return "code" if _strong_code(line) else "prose"
-
-
-def _block_kinds(block: list[str]) -> list[str]:
-    """The kind of each line of one block (no blank lines in it)."""
-    if len(block) == 1:
-        kind = _line_kind(block[0])
-        return ["code" if kind == "prose" and _WEAK_CODE.match(block[0].strip()) else kind]
-    if _LEAD_IN.match(block[0]) and not _code_like(block[0]):  # "Run these commands:" above code in one block
-        return ["prose", *_block_kinds(block[1:])]
-    if sum(_code_like(line) or bool(_INDENTED.match(line)) for line in block) * 5 >= len(block) * 3:
-        return ["code"] * len(block)
-    kinds: list[str] = []
-    for line in block:
-        kind = _line_kind(line)
-        if kinds and kinds[-1] in ("list", "list+") and kind in ("prose", "code") and not _strong_code(line):
-            kind = "list+"  # a wrapped list item
-        kinds.append(kind)
-    return kinds
-
-
-def _blocks(text: str) -> list[tuple[str, list[str]]]:
-    """The chunk as (``"fenced"`` or ``"plain"``, lines) blocks, fences and blank lines left out."""
-    blocks: list[tuple[str, list[str]]] = []
-    current: list[str] = []
-    fenced = False
-
-    def close(kind: str) -> None:
-        if current:
-            blocks.append((kind, current.copy()))
-            current.clear()
-
-    for line in text.split("\n"):
-        if _FENCE.match(line):
-            close("fenced" if fenced else "plain")
-            fenced = not fenced
-        elif not line.strip():
-            if not fenced:
-                close("plain")
-        else:
-            current.append(line.rstrip())
-    close("fenced" if fenced else "plain")
-    return blocks
-
-
 def split_units(text: str) -> list[Unit]:
     """The units of a chunk's text, in reading order (see the module)."""
     # (kind, lines, block number): consecutive lines of one kind; lists, tables and code span blocks.
     runs: list[tuple[str, list[str], int]] = []
-    for number, (fence, block) in enumerate(_blocks(text)):
-        kinds = ["code"] * len(block) if fence == "fenced" else _block_kinds(block)
-        if fence == "fenced":
+    definitions: set[int] = set()  # numbers of the blocks that start with a definition's terms
+    for number, (fence, block) in enumerate(defined(blocks(text))):
+        kinds = ["code"] * len(block) if fence == "fenced" else block_kinds(block)
+        if fence == "defined":
+            kinds[0] = "prose"
+            definitions.add(number)
+        elif fence == "fenced":
             block = textwrap.dedent("\n".join(block)).split("\n")
         for kind, line in zip(kinds, block, strict=True):
             if kind == "list+" and runs:
                 runs[-1][1][-1] += " " + line.strip()
                 continue
-            joins = runs and runs[-1][0] == kind and (kind != "prose" or runs[-1][2] == number)
+            joins = runs and runs[-1][0] == kind and kind != "heading" and (kind != "prose" or runs[-1][2] == number)
             if joins:
                 runs[-1][1].append(line)
             else:
                 runs.append((kind, [line], number))
     units: list[Unit] = []
-    for kind, lines, _ in _steps(runs):
-        if kind == "prose":
+    head: int | None = None  # the first sentence of the definition being read
+    for kind, lines, number in _steps(runs):
+        if kind == "heading":
+            head = None
+            units.append(Unit("sentence", (lines[0].strip(),), len(units)))
+        elif kind == "prose":
+            if number in definitions:
+                head = len(units)
             for sentence in split_sentences(" ".join(line.strip() for line in lines)):
-                units.append(Unit("sentence", (sentence,), len(units)))
+                position = len(units)
+                units.append(Unit("sentence", (sentence,), position, head if head != position else None))
         elif kind == "code":
             units.append(Unit("code", tuple(_dedent(lines)), len(units)))
         else:
@@ -250,7 +148,7 @@ def split_sentences(text: str) -> list[str]:
         # Boundaries are looked for where code spans are blanked out, so none falls inside one.
         masked = _CODE_SPAN.sub(lambda m: "x" * len(m.group()), block) if "`" in block else block
         start = 0
-        for match in _BOUNDARY.finditer(masked):
+        for match in SENTENCE_BOUNDARY.finditer(masked):
             dots = _DOTS.match(match.group())
             dots_end = match.start() + (dots.end() if dots else 0)
             if _ends_sentence(masked, dots_end, masked[match.end() :]):

@@ -21,6 +21,7 @@ from acl.errors import GeneratorUnavailable
 from indexer.index import ChunkRecord
 from service.domain.analysis import Comparison, ComparisonTopic, TopicEntry
 from service.domain.queries import group_by_document
+from service.generation.boilerplate import boilerplate_section
 from service.generation.extractive import ExtractiveGenerator
 from service.generation.port import ContextChunk, Generator
 from service.generation.topic_alignment import AlignedTopic, Matrix, align, rank, statement
@@ -68,7 +69,8 @@ class Comparing:
     ) -> Comparison:
         # All ids first: one unreadable id stops the request before any chunk is read.
         self._retrieval.readable_or_not_found(ctx, document_ids)
-        chunks = [readable_chunks(self._retrieval, ctx, d) for d in document_ids]
+        # A man page's SYNOPSIS and "Part of the git(1) suite" are alike in every page: no topic to compare.
+        chunks = [_substance(readable_chunks(self._retrieval, ctx, d)) for d in document_ids]
         matrices = [_matrix(cs) for cs in chunks]
         asked = self._retrieval.embed(ctx) if question else None
         ranked = rank(align(matrices), None if asked is None else np.asarray(asked, np.float32))[:MAX_TOPICS]
@@ -144,6 +146,12 @@ class Comparing:
             only_in = first.document_id if len(picked) == 1 else None
             topics.append(ComparisonTopic(label, tuple(entries), only_in, relevance))
         return topics, cited
+
+
+def _substance(chunks: list[ChunkRecord]) -> list[ChunkRecord]:
+    """The chunks outside boilerplate sections (all of them when that leaves none)."""
+    kept = [c for c in chunks if not boilerplate_section(c.heading_path)]
+    return kept or chunks
 
 
 def _matrix(chunks: Sequence[ChunkRecord]) -> Matrix:

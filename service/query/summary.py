@@ -20,6 +20,7 @@ from indexer.index import ChunkRecord, acl_filter, and_, documents_filter
 from service.domain.analysis import Summary, SummaryLength, SummarySection
 from service.domain.queries import group_by_document
 from service.domain.source_links import source_link
+from service.generation.boilerplate import boilerplate_section
 from service.generation.extractive import ExtractiveGenerator
 from service.generation.extractive_summary import ExtractiveSummarizer
 from service.generation.port import Generator
@@ -125,7 +126,8 @@ class Summarizing:
 def _extractive(parts: Sequence[Section], length: SummaryLength) -> tuple[str, tuple[str, ...]]:
     """The quoted summary citing its sections, and each section's own quoted summary."""
     summarizer = ExtractiveSummarizer()
-    picks = summarizer.sections([s.text for s in parts], length.section_sentences)
+    texts = ["" if boilerplate_section(s.heading_path) else s.text for s in parts]
+    picks = summarizer.sections(texts, length.section_sentences)
     chosen = summarizer.document(picks, length.sentences)
     text = " ".join(f"{picks[i].best} [{i + 1}]" for i in chosen)
     return text or EMPTY_DOCUMENT, tuple(" ".join(p.sentences) for p in picks)

@@ -18,6 +18,12 @@ NO_RELEVANT_DOCUMENT = (
 NO_ANSWER_GENERATED = "No answer was generated; the sources found are listed below."
 
 
+def unmentioned_warning(terms: Sequence[str]) -> str:
+    """What an answer says when the question names something no readable document mentions."""
+    names = ", ".join(f"“{t}”" for t in terms)
+    return f"no document you can read mentions {names}: the documents found are about something else"
+
+
 @dataclass(frozen=True, slots=True)
 class Caller:
     """Who is asking: a user id, groups vouched for by a verified token, and roles."""

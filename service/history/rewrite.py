@@ -2,10 +2,12 @@
 
 Offline (``OfflineRewriter``, deterministic): a question is a follow-up when it opens like one ("and for
 contractors?", "what about …"), refers back ("how do I drop it?", "does that apply …"), or is too short to
-stand alone. Its rewrite keeps the follow-up's own words and adds the first few key terms of the earlier
-question that it lacks (``MAX_CARRIED``; names, identifiers and other content words, in their order, stop,
-question and referring words left out), in place of the first word that refers back when there is one.
-A question that stands alone is searched as it is.
+stand alone. Its rewrite keeps the follow-up's own words and adds what the earlier question was about
+(``subject``): the thing it acted on ("uncommitted changes" in "How do I temporarily save uncommitted changes
+with git stash?") and the tools and names it named ("git stash"), not its verb or adverbs — in place of the
+first word that refers back when there is one ("and how do I get uncommitted changes back later with git
+stash?"). A follow-up with no verb of its own ("and the copy on the remote?", "And BRIN?") also gets the
+earlier question's action. A question that stands alone is searched as it is.
 
 With a language model (``CondensingRewriter``), the earlier questions and the follow-up go through the
 generator port as a condense prompt; when the model fails or answers with nothing usable, the offline
@@ -17,6 +19,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from acl.errors import DocQAError
@@ -24,28 +27,60 @@ from service.generation.port import ContextChunk, Generator, Prompt
 
 log = logging.getLogger("docqa.history")
 
-#: Earlier key terms a rewrite carries over at most. Few, so that the follow-up's own words keep the lead:
-#: on bench/quality/followups/postgresql-15.yaml 2 gave hit@1 0.56 / hit@5 0.94, 3 gave 0.44 / 0.97 and
-#: 8 gave 0.38 / 0.94 (the follow-up alone: 0.44 / 0.78) — chosen on that same set, so an optimistic figure.
-MAX_CARRIED = 2
+#: Earlier words a rewrite carries over at most: the subject (a noun phrase) and the tools named. Few, so that
+#: the follow-up's own words keep the lead (carrying the first content words of the earlier question, 2 gave
+#: hit@1 0.56 / hit@5 0.94 on bench/quality/followups/postgresql-15.yaml, 3 gave 0.44 / 0.97, 8 gave 0.38 / 0.94).
+MAX_CARRIED = 5
 #: A question with fewer content words than this cannot stand alone.
 _MIN_CONTENT = 3
-_WORD = re.compile(r"[A-Za-z0-9_][\w.\-/]*[\w]|[A-Za-z0-9_]")
+_WORD = re.compile(r"[A-Za-z0-9_][\w.\-/'’]*[\w]|[A-Za-z0-9_]")
 _OPENERS = (
     "and ", "but ", "or ", "also ", "so ", "then ", "what about", "how about", "what if", "and what", "same for",
     "same ", "ok ", "okay ", "now ", "in that case", "if so", "why not",
 )  # fmt: skip
+_OPENING = re.compile(
+    r"^(?:(?:and|but|so|ok|okay|now)\s*,?\s+)?"
+    r"(?:(?P<verb_follows>(?:how|where|when|why)\s+(?:do|does|did|can|could|should|would|will|must|may)\s+"
+    r"(?:i|we|you|one|they)|how\s+to|(?:can|could|should|may|must)\s+(?:i|we|you|one))\b"
+    r"|(?:what|which|who|where|when|why|how)\b)",
+    re.IGNORECASE,
+)
+_FILLER_VERBS = frozenset((
+    "want", "need", "have", "try", "to", "still", "just", "also", "then", "really", "going", "trying", "able", "be",
+))  # fmt: skip
+_LY_VERBS = frozenset(("apply", "reply", "supply", "imply", "comply", "rely", "multiply", "fly", "ally"))
+_SUBJECTS = frozenset(("i", "we", "you", "they", "i'm", "i've", "we're", "you're"))
+_ASKS_WHAT_IT_DOES = re.compile(r"^\s*(?:what|which)\s+(?:\w+\s+)?(?:does|do|did)\b", re.IGNORECASE)
+_PARTICLES = frozenset(("up", "out", "off", "rid", "of", "back", "down", "over", "away", "on"))
+_BOUNDARY_WORDS = frozenset((
+    "in", "on", "at", "with", "for", "from", "into", "onto", "to", "by", "without", "that", "which", "who",
+    "so", "but", "and", "or", "while", "when", "after", "before", "instead", "than", "via", "using", "does",
+    "do", "is", "are", "can", "should", "if",
+))  # fmt: skip
+_PROGRAMS = frozenset(("git", "docker", "kubectl", "apt", "apt-get", "dpkg", "pip", "npm", "systemctl", "psql"))
+_AUXILIARIES = frozenset((
+    "do", "does", "did", "can", "could", "should", "would", "will", "is", "are", "was", "were", "has", "have",
+    "must", "may", "might",
+))  # fmt: skip
 # fmt: off
 _REFERRING = frozenset((
     "it", "its", "it's", "itself", "they", "them", "their", "theirs", "themselves", "this", "that", "these",
     "those", "there", "such", "same", "one", "ones", "former", "latter", "above", "he", "she", "him", "her",
 ))
 _QUESTION_WORDS = frozenset(("what", "which", "who", "whom", "whose", "when", "where", "why", "how"))
+#: Words that carry no topic even where they are no stop words: interjections, thanks, greetings.
+_FILLERS = frozenset((
+    "hmm", "hm", "hmmm", "huh", "uh", "um", "er", "eh", "ah", "oh", "wow", "yeah", "yep", "nope", "sure", "right",
+    "well", "thanks", "thank", "thx", "cheers", "hi", "hello", "hey", "lol", "ok", "okay", "fine", "great", "cool",
+))  # fmt: skip
+#: Referring words a rewrite replaces with the subject (not "there", "such", "same", …: they are no noun).
+_PRONOUNS = frozenset(("it", "its", "it's", "itself", "they", "them", "their", "this", "that", "these", "those"))
 _STOP = frozenset((
     "a", "an", "the", "and", "or", "but", "if", "then", "else", "so", "of", "to", "in", "on", "at", "by", "for",
     "from", "with", "without", "into", "onto", "over", "under", "about", "as", "is", "are", "was", "were", "be",
     "been", "being", "am", "do", "does", "did", "done", "doing", "have", "has", "had", "having", "can", "could",
-    "may", "might", "must", "shall", "should", "will", "would", "i", "me", "my", "mine", "we", "us", "our", "you",
+    "may", "might", "must", "shall", "should", "will", "would", "i", "i'm", "i've", "i'd", "it's", "that's",
+    "don't", "doesn't", "me", "my", "mine", "we", "us", "our", "you",
     "your", "yourself", "let", "lets", "let's", "not", "no", "yes", "any", "some", "all", "each", "every",
     "other", "another", "more", "most", "much", "many", "few", "less", "least", "than", "too", "very", "just",
     "only", "also", "even", "still", "again", "here", "get", "got", "make", "makes", "made", "use", "used",
@@ -64,6 +99,12 @@ def content_words(text: str) -> list[str]:
     return [w for w in _words(text) if w.casefold() not in _STOP and not w.isdigit()]
 
 
+def says_nothing(question: str) -> bool:
+    """Whether ``question`` holds no word to search for ("hmm", "and?", "why?", "ok thanks"): alone, outside a
+    conversation, it can only be answered with a random quote."""
+    return not [w for w in content_words(question) if w.casefold() not in _FILLERS]
+
+
 def is_follow_up(question: str) -> bool:
     """Whether ``question`` leans on what came before (opens like a follow-up, refers back, or is too short)."""
     text = " ".join(question.casefold().split())
@@ -74,28 +115,133 @@ def is_follow_up(question: str) -> bool:
     return len(content_words(question)) < _MIN_CONTENT
 
 
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """What a question is about: its action (verb words), the thing acted on, and the tools and names it names."""
+
+    action: tuple[str, ...]
+    thing: tuple[str, ...]
+    tools: tuple[str, ...]
+
+
+def subject(question: str) -> Subject:
+    """The parts of ``question`` a follow-up leans on (a reading of its words, not a parse).
+
+    After an opening like "How do I" / "How can we" / "How to", adverbs and
+    the verb (with its particle: "get rid of", "set up") are the action and
+    the words up to the next preposition or clause are the thing; after
+    "What/Which …", the words up to the verb. Tools are a program with its
+    command ("git stash"), identifiers (``pg_dump``, ``format-patch``,
+    ``/var/tmp``, ``work_mem``) and names in capitals (``FHS``, ``BRIN``,
+    ``Debian``).
+    """
+    words = _words(question)
+    lowered = [w.casefold() for w in words]
+    tools = _tools(words)
+    tool_words = {w.casefold() for t in tools for w in t.split()}
+    start, action = 0, []
+    opening = _OPENING.match(question.strip())
+    if opening is not None:
+        start = len(_words(opening.group(0)))
+        while start < len(words) and (_adverb(lowered[start]) or lowered[start] in _FILLER_VERBS):
+            start += 1  # "temporarily", "quickly"; "want to", "need to"
+        if opening.group("verb_follows") and start < len(words):
+            action = [words[start]]
+            start += 1
+            while start < len(words) and (lowered[start] in _PARTICLES or lowered[start].endswith("ing")):
+                action.append(words[start])  # "get rid of", "set up", "start hunting"
+                start += 1
+    thing: list[str] = []
+    for word, low in zip(words[start:], lowered[start:], strict=True):
+        if thing and (low in _BOUNDARY_WORDS or low.endswith(("ed", "ing"))):
+            break  # a preposition or a clause: "a remote called upstream", "branches, including …"
+        if low in tool_words or low in _STOP or low in _BOUNDARY_WORDS or low.isdigit() or _adverb(low):
+            continue
+        thing.append(word)
+        if len(thing) == 3:
+            break
+    if thing and _ASKS_WHAT_IT_DOES.match(question) and lowered[-1] == thing[-1].casefold():
+        thing.pop()  # "What does the work_mem setting limit?": the last word is the verb
+    return Subject(tuple(action), tuple(thing), tuple(tools))
+
+
+def _adverb(word: str) -> bool:
+    return len(word) > 4 and word.endswith("ly") and word not in _LY_VERBS
+
+
 def offline_rewrite(earlier: Sequence[str], question: str) -> str:
     """``question`` made standalone from ``earlier`` (standalone questions, oldest first); unchanged when it
     already stands alone or there is nothing earlier."""
     if not earlier or not is_follow_up(question):
         return question
     present = {w.casefold() for w in _words(question)}
-    carried: list[str] = []
-    for word in content_words(earlier[-1]):
-        key = word.casefold()
-        if key not in present and key not in {c.casefold() for c in carried}:
-            carried.append(word)
-    if not carried:
+    about = subject(earlier[-1])
+    thing = [w for w in about.thing if w.casefold() not in present]
+    tools = [t for t in about.tools if not all(w.casefold() in present for w in t.split())]
+    action = [w for w in about.action if w.casefold() not in present] if _elliptic(question) else []
+    if not (thing or tools or action):
         return question
-    terms = " ".join(carried[:MAX_CARRIED])
+    carried = " ".join([*action, *thing][: max(1, MAX_CARRIED - sum(len(t.split()) for t in tools))])
     body = question.strip().rstrip("?!. ")
     words = body.split(" ")
     for i, word in enumerate(words):
-        if word.casefold().strip(",;:") in _REFERRING - {"there", "such", "same", "one", "ones"}:
+        key = word.casefold().strip(",;:")
+        if key in _PRONOUNS and not _determiner(words, i):
             tail = word[len(word.rstrip(",;:")) :]
-            words[i] = terms + tail
-            return " ".join(words) + "?"
-    return f"{body} {terms}?"
+            words[i] = (carried or " ".join(tools)) + tail
+            rest = [t for t in tools if t not in words[i]]
+            return " ".join(words) + (f" with {' and '.join(rest)}" if rest else "") + "?"
+    added = " ".join(w for w in (carried, *tools) if w)
+    return f"{body} {added}?"
+
+
+def _tools(words: list[str]) -> list[str]:
+    """Programs with their command ("git stash"), identifiers and names in capitals, in order, once each."""
+    found: list[str] = []
+    for i, word in enumerate(words):
+        low = word.casefold()
+        if low in _PROGRAMS and i + 1 < len(words) and words[i + 1].isalpha() and words[i + 1].islower():
+            found.append(f"{word} {words[i + 1]}")
+        elif _named(words, i):
+            found.append(word)
+    seen: set[str] = set()
+    out: list[str] = []
+    for tool in found:
+        inside = any(tool.casefold() in other.casefold().split() for other in found if other != tool)
+        if tool.casefold() not in seen and not inside:
+            seen.add(tool.casefold())
+            out.append(tool)
+    return out[:2]
+
+
+def _named(words: list[str], i: int) -> bool:
+    """Whether word ``i`` names a tool or a thing: the last word after "with"/"using"/"via" ("… with bisect?"),
+    an identifier (``pg_dump``, ``format-patch``, ``/var/tmp``), an acronym, or a capitalised word past the first."""
+    word, low = words[i], words[i].casefold()
+    if low in _STOP:
+        return False
+    if i >= 1 and i == len(words) - 1 and words[i - 1].casefold() in ("with", "using", "via"):
+        return True
+    if any(c in word for c in "_/.-") and len(word) > 2 and not word.startswith("-"):
+        return True
+    return (word.isupper() and len(word) >= 2) or (i > 0 and word[:1].isupper() and any(c.isalpha() for c in word))
+
+
+def _elliptic(question: str) -> bool:
+    """A follow-up with no action of its own: a short noun phrase ("and the copy on the remote?", "And BRIN?")."""
+    text = " ".join(question.casefold().split())
+    rest = _words(next((text[len(o) :] for o in _OPENERS if text.startswith(o)), text))
+    clause = any(w in _QUESTION_WORDS or w in _AUXILIARIES or w in _SUBJECTS for w in rest)
+    return len(rest) <= 7 and not clause
+
+
+def _determiner(words: list[str], i: int) -> bool:
+    """Whether the referring word at ``i`` goes with a noun ("those changes"), so it is not replaced."""
+    key = words[i].casefold().strip(",;:")
+    if key not in ("this", "that", "these", "those") or i + 1 >= len(words):
+        return False
+    following = words[i + 1].casefold().strip(",;:?")
+    return following not in _STOP and following.isalpha()
 
 
 class Rewriter(Protocol):

@@ -18,6 +18,7 @@ from service.domain.queries import (
     Caller,
     SourceChunk,
     group_by_document,
+    unmentioned_warning,
 )
 from service.domain.source_links import source_link
 from service.domain.threshold import Threshold
@@ -25,7 +26,7 @@ from service.generation.citations import check_citations
 from service.generation.link_policy import LinkPolicy
 from service.generation.port import Completion, ContextChunk, Generator, Prompt
 from service.generation.prompting import Budgeted, estimate_tokens, fit_prompt
-from service.generation.sanitize import sanitize_answer, sanitized_stream
+from service.generation.sanitize import sanitize_answer, sanitized_stream, verbatim_stream
 from service.generation.turns import TURNS_SHARE, EarlierTurn, fit_turns
 from service.query.cancellation import Cancellation
 from service.query.context import QueryContext, Scope
@@ -60,7 +61,11 @@ class Answering:
         """
         store, question, clock = ctx.store, ctx.question, ctx.clock
         scale = Threshold(store.min_threshold, store.max_threshold)
-        chunks = tuple(_source(hit, scale, store.source_base_url) for hit in scope.hits)
+        # A question naming what no readable document mentions is not answered from documents about
+        # something else: no sources, no generator, the refusal, and which name was missing.
+        off_subject = bool(scope.unmentioned) and perform_llm_query
+        hits = () if off_subject else scope.hits
+        chunks = tuple(_source(hit, scale, store.source_base_url) for hit in hits)
         query_id = str(uuid.uuid4())
         nothing = not chunks
         answer: str | None = None
@@ -68,7 +73,7 @@ class Answering:
         input_tokens = output_tokens = 0
         llm_called = False
         generation_error: str | None = None
-        warnings: tuple[str, ...] = ()
+        warnings: tuple[str, ...] = (unmentioned_warning(scope.unmentioned),) if scope.unmentioned else ()
         if nothing and perform_llm_query:
             answer = NO_RELEVANT_DOCUMENT
         elif perform_llm_query:
@@ -81,6 +86,7 @@ class Answering:
                 template=store.prompt_template,
                 model_id=store.llm_model_id,
                 earlier=self._turns(earlier),
+                embedding_model=store.embedding_model,
             )
             used = chunks
             if isinstance(self._generator, Budgeted):
@@ -106,7 +112,7 @@ class Answering:
                     # Citations must name the sources sent; a streamed answer was already shown as it was.
                     checked = check_citations(completion.text, len(prompt.chunks))
                     streamed = on_text is not None
-                    warnings = checked.warnings(removed=not streamed)
+                    warnings = (*warnings, *checked.warnings(removed=not streamed))
                     answer = (completion.text if streamed else checked.text) or NO_ANSWER_GENERATED
                     model_id = completion.model_id
                     input_tokens, output_tokens = completion.input_tokens, completion.output_tokens
@@ -123,7 +129,9 @@ class Answering:
             threshold=scope.threshold,
             level=scope.level,
             no_relevant_document=nothing,
-            retry_without_threshold_allowed=nothing and scope.one_document and scope.threshold is not None,
+            retry_without_threshold_allowed=(
+                nothing and not off_subject and scope.one_document and scope.threshold is not None
+            ),
             model_id=model_id,
             llm_called=llm_called,
             input_tokens=input_tokens,
@@ -161,17 +169,20 @@ class Answering:
         cancel: Cancellation | None,
         links: LinkPolicy,
     ) -> Completion:
-        """The generator's completion, sanitized; streamed piece by piece to ``on_text`` when given.
+        """The generator's completion (sanitized unless quoted verbatim); streamed piece by piece to ``on_text``
+        when given.
 
         The stream is closed whenever this returns or raises (a cancelled caller,
         an error in ``on_text``), so a generator that reads from a language model
         stops reading (and paying) at once.
         """
+        verbatim = self._generator.quotes_verbatim
         if on_text is None:
             completion = self._generator.generate(prompt)
-            return replace(completion, text=sanitize_answer(completion.text, links))
+            return completion if verbatim else replace(completion, text=sanitize_answer(completion.text, links))
         pieces: list[str] = []
-        with closing(sanitized_stream(self._generator.stream(prompt), links)) as stream:
+        produced = self._generator.stream(prompt)
+        with closing(verbatim_stream(produced) if verbatim else sanitized_stream(produced, links)) as stream:
             for piece in stream:
                 if cancel is not None:
                     cancel.check()

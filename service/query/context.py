@@ -62,3 +62,6 @@ class Scope:
     one_document: bool
     #: What the answer should say about how its sources were found (e.g. the reranker was unavailable).
     warnings: tuple[str, ...] = ()
+    #: Distinctive terms of the question (a name, a version, an identifier) that nothing the caller can read in
+    #: this scope mentions: the question is about something else, so it is not answered from these sources.
+    unmentioned: tuple[str, ...] = ()

@@ -7,6 +7,7 @@ import math
 from indexer.index import SearchHit, acl_filter, and_, documents_filter
 from service.domain.filters import MetadataFilter, restrict
 from service.domain.limits import Limits
+from service.query.answerability import unspoken
 from service.query.context import QueryContext, Scope
 from service.query.multi_document import multi_document_scope
 from service.query.retrieval import Retrieval
@@ -31,4 +32,4 @@ def document_scope(
         return Scope([], None, None, one_document=True)
     if best:
         whole = SearchHit(whole.chunk, best[0].score)
-    return Scope([whole], None, None, one_document=True)
+    return Scope([whole], None, None, one_document=True, unmentioned=unspoken(ctx.question, [whole]))

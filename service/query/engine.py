@@ -24,6 +24,7 @@ from service.domain.store import Store
 from service.domain.threshold import parse_level
 from service.generation.port import Generator
 from service.history.conversations import Conversations
+from service.history.rewrite import says_nothing
 from service.persistence.ports import SettingsRepository
 from service.query.analysis import Analysis
 from service.query.answering import Answering
@@ -37,6 +38,8 @@ from service.ranking.port import Reranker
 
 log = logging.getLogger("docqa.query")
 
+#: What a question with no word to search for gets, outside a conversation ("hmm", "and?").
+NOTHING_TO_SEARCH = "the question has no word to search for: please ask a full question"
 #: All a caller learns of a language model that is misconfigured (URL, credentials, project, model id).
 LANGUAGE_MODEL_UNAVAILABLE = "the language model is unavailable"
 
@@ -94,6 +97,8 @@ class QueryEngine:
         """
         store = self._store(query.store_id)
         question = self._limits.question(query.question)
+        if query.conversation_id is None and says_nothing(question):
+            raise InvalidArgument(NOTHING_TO_SEARCH)
         level = parse_level(query.level)
         principals = self.principals(caller, store.id)
         conversations = self._conversations

@@ -6,6 +6,7 @@ from acl.errors import InvalidArgument
 from indexer.index import acl_filter, and_, documents_filter
 from service.domain.filters import MetadataFilter, restrict
 from service.domain.limits import WHOLE_DOCUMENTS, Limits
+from service.query.answerability import unspoken
 from service.query.context import QueryContext, Scope
 from service.query.retrieval import Retrieval
 
@@ -31,7 +32,9 @@ def multi_document_scope(
             ctx, threshold, k, within, lambda v, n: retrieval.index.exact(store_id, v, n, within)
         )
         ranked, warning = retrieval.rerank(ctx, vector, candidates)
-        return Scope(ranked[:k], threshold, effective, one_document=one, warnings=(warning,) if warning else ())
+        missing = unspoken(ctx.question, ranked)
+        warnings = (warning,) if warning else ()
+        return Scope(ranked[:k], threshold, effective, one_document=one, warnings=warnings, unmentioned=missing)
     # Whole documents: rank each by its best chunk (one bounded request), send the full text.
     documents = len(set(document_ids))
     vector = retrieval.embed(ctx)
@@ -50,4 +53,4 @@ def multi_document_scope(
             f"budget of {retrieval.whole_budget()} tokens: ask for max_chunks between 1 and "
             f"{limits.max_k}, or name fewer documents"
         )
-    return Scope(ranked, threshold, effective, one_document=one)
+    return Scope(ranked, threshold, effective, one_document=one, unmentioned=unspoken(ctx.question, ranked))

@@ -6,6 +6,7 @@ from indexer.index import acl_filter
 from service.domain.filters import restrict
 from service.domain.limits import Limits
 from service.domain.queries import VectorQuery
+from service.query.answerability import unspoken
 from service.query.context import QueryContext, Scope
 from service.query.retrieval import Retrieval
 
@@ -19,4 +20,6 @@ def vector_scope(retrieval: Retrieval, limits: Limits, ctx: QueryContext, query:
         ctx, threshold, k, allowed, lambda v, n: retrieval.index.knn(store_id, v, n, allowed)
     )
     ranked, warning = retrieval.rerank(ctx, vector, candidates)
-    return Scope(ranked[:k], threshold, effective, one_document=False, warnings=(warning,) if warning else ())
+    missing = unspoken(ctx.question, ranked)
+    warnings = (warning,) if warning else ()
+    return Scope(ranked[:k], threshold, effective, one_document=False, warnings=warnings, unmentioned=missing)

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from acl.errors import InvalidArgument
 from acl.model import Acl
 from indexer.index.lexical import query_terms
 from service.domain.queries import Caller, MultiDocumentQuery, VectorQuery
+from service.history.rewrite import says_nothing
 from tests.unit import test_access_property as base
 from tests.unit.engine_world import STORE, make_world
 
@@ -82,6 +85,12 @@ def test_no_fusion_lets_an_unreadable_chunk_out(
                 assert all(d not in chunk.text for d in base.DOCS if d not in readable and d != chunk.document_id)
         world.generator.prompts.clear()
 
+    if says_nothing(question or "?"):
+        # "?" and "the of" have no word to search for: refused before any work, whoever asks.
+        with pytest.raises(InvalidArgument, match="please ask a full question"):
+            world.engine.ask(caller, VectorQuery(STORE, question or "?", level=0))
+        assert world.generator.prompts == []
+        return
     answer = world.engine.ask(caller, VectorQuery(STORE, question or "?", level=0))
     got = {c.chunk_id for c in answer.chunks}
     assert {c.document_id for c in answer.chunks} <= readable

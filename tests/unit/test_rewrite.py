@@ -2,20 +2,50 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from service.generation.port import Prompt
 from service.generation.prompting import estimate_tokens
 from service.generation.turns import EarlierTurn, fit_turns, render_turns
-from service.history.rewrite import MAX_CARRIED, content_words, is_follow_up, offline_rewrite
+from service.history.rewrite import MAX_CARRIED, content_words, is_follow_up, offline_rewrite, subject
 
 
-def test_a_follow_up_gets_the_earlier_questions_key_terms() -> None:
+def test_a_follow_up_gets_the_earlier_questions_subject_in_place_of_its_pronoun() -> None:
     earlier = ["How do I make a tablespace on another disk?"]
-    assert offline_rewrite(earlier, "How do I remove it?") == "How do I remove tablespace disk?"
+    assert offline_rewrite(earlier, "How do I remove it?") == "How do I remove tablespace?"
     rewritten = offline_rewrite(["How many paid vacation days do employees get?"], "And contractors?")
-    assert rewritten == "And contractors paid vacation?"
+    assert rewritten == "And contractors paid vacation days?"
+
+
+@pytest.mark.parametrize(
+    ("first", "follow_up", "rewritten"),
+    [
+        # The report: "git stash" was dropped and the verb carried ("… get temporarily save back later?").
+        (
+            "How do I temporarily save uncommitted changes with git stash?",
+            "and how do I get them back later?",
+            "and how do I get uncommitted changes back later with git stash?",
+        ),
+        ("How do I create a tag on the current commit?", "How do I get it onto the server?",
+         "How do I get tag onto the server?"),
+        ("How do I apply a mailbox full of patches with git am?",
+         "One of them doesn't apply. Can I skip just that one?",
+         "One of mailbox full patches doesn't apply. Can I skip just that one with git am?"),
+        ("How do I delete a local branch that has been merged?", "and the copy of it on the remote?",
+         "and the copy of delete local branch on the remote?"),
+        ("What does the work_mem setting limit?", "And the one used by VACUUM and index builds?",
+         "And the one used by VACUUM and index builds setting work_mem?"),
+    ],
+)  # fmt: skip
+def test_a_follow_up_keeps_the_subject_and_tools_not_the_verb(first: str, follow_up: str, rewritten: str) -> None:
+    assert offline_rewrite([first], follow_up) == rewritten
+
+
+def test_subject_reads_action_thing_and_tools() -> None:
+    about = subject("How do I temporarily save uncommitted changes with git stash?")
+    assert (about.action, about.thing, about.tools) == (("save",), ("uncommitted", "changes"), ("git stash",))
 
 
 def test_a_standalone_question_is_searched_as_asked() -> None:

@@ -128,6 +128,8 @@ def print_answer(answer: Any, user: str, out: TextIO) -> None:
         print_sources(answer, out)  # grouped per document; file: paths too: the CLI is the admin's, on the server
     elif answer.answer is None:
         print("No relevant chunk found.", file=out)
+    for warning in answer.warnings:
+        print(f"note: {warning}", file=out)
     threshold = "off" if answer.threshold is None else f"{answer.threshold:.3f} (level {answer.level})"
     print(f"threshold {threshold} · query {answer.query_id}", file=out)
     if answer.rewritten_question is not None:

@@ -1,0 +1,163 @@
+"""What a question names that an answer must be about: its distinctive terms, and whether a text mentions them.
+
+A vector score says a text is *near* a question; it cannot tell "create a
+branch in Mercurial" from "create a branch in git", nor "packages in Ubuntu
+22.04" from "packages in Debian 3.1". The names in a question can: a product,
+a version, an identifier. A question whose distinctive term appears in
+nothing the caller can read is not answered from what they can read, however
+near it scores (``service.query.retrieval.Retrieval.unmentioned``).
+
+Distinctive terms, read from the question's own spelling:
+
+- a name: a capitalised word that does not start the question or one of its
+  sentences ("in Mercurial", "on Fedora"), or a word with capitals inside
+  ("InnoDB", "GitHub", "PostgreSQL"), or an acronym ("RPM", "SSDs");
+- a version with the name before it, as one phrase ("Ubuntu 22.04",
+  "Python 3.12"), and a bare dotted version ("22.04");
+- an identifier: an option (``--force-with-lease``), ``snake_case``,
+  ``dotted.names``, ``call()``, a quoted `code span`, a program's
+  subcommand named as a command ("the git sync command");
+- a year ("elected in 2024").
+
+Common words a question capitalises for emphasis or by habit ("I", "OK",
+weekday and month names, "FAQ") are not names. A term is mentioned by a text
+when the text holds it as a whole word, case-insensitively, a plural "s" or
+a possessive "'s" aside; a phrase when its words follow each other.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: Words a question capitalises that name nothing in particular.
+_NOT_NAMES = frozenset(
+    """
+    i i'm i've i'd i'll ok okay faq hi hello thanks please yes no
+    monday tuesday wednesday thursday friday saturday sunday
+    january february march april may june july august september october november december
+    english
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+#: Words that start a clause (after a comma, a colon, a parenthesis) and are capitalised only there.
+_SENTENCE_END = re.compile(r"[.!?:;]\s*$|^\s*$")
+_WORD = re.compile(r"[A-Za-z][\w'’]*(?:[.+#][A-Za-z0-9][\w'’]*)*[+#]*")
+_VERSION = re.compile(r"(?<![\w.])v?\d+(?:\.\d+)+(?![\w.]*\w)")
+_NAMED_VERSION = re.compile(r"\b([A-Z][\w+#-]*)\s+(v?\d+(?:\.\d+)*)(?![\w.]*\w)")
+_IDENTIFIER = re.compile(
+    r"`([^`\n]{2,80})`"  # a code span
+    r"|(?<![\w-])(--[A-Za-z][\w-]+)"  # a long option
+    r"|(?<![\w%$])([%$][A-Za-z_]\w+)"  # a macro or a variable: %files, $HOME
+    r"|\b([A-Za-z]\w*_\w+)\b"  # snake_case
+    r"|\b(\w+)\(\)"  # a call
+    r"|\b([a-z][\w-]*(?:\.[a-z][\w-]*)+)\b"  # dotted.names (config keys, files, modules)
+)
+#: A program's subcommand named as a command: "the git sync command", "`git sync`", "git-sync".
+_COMMAND = re.compile(
+    r"\b(git|apt|apt-get|dpkg|docker|kubectl|pip|npm|systemctl|helm|cargo|brew|svn|hg)[\s-]([a-z][a-z-]+)"
+    r"(?=`|\s+(?:sub)?command\b)"
+)
+_YEAR = re.compile(r"(?<![\w.-])(?:19|20)\d\d(?![\w.]*\w)")
+_EXAMPLE = re.compile(
+    r"'[^'\n]{1,80}'|\"[^\"\n]{1,80}\"|“[^”\n]{1,80}”"
+    r"|\b(?:e\.g\.|i\.e\.|such\s+as|like|say|for\s+example|for\s+instance)\s*,?\s+(?:\w+\s+)?[^\s,;?]+",
+    re.IGNORECASE,
+)
+_ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "cf"})
+_SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"“(])|\n+")
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """A distinctive term of a question: its text as the question writes it, and how a text mentions it.
+
+    ``asked``: the term is in the sentence that asks (the question's last), not in one that sets the scene
+    ("We moved the database to fast SSDs. Which planner cost …?")."""
+
+    text: str
+    pattern: re.Pattern[str]
+    asked: bool = True
+
+    def mentioned_in(self, text: str) -> bool:
+        return self.pattern.search(text) is not None
+
+    def sentences(self, text: str) -> list[str]:
+        """The sentences (and lines) of ``text`` that mention the term."""
+        return [part for part in _SENTENCES.split(text) if self.pattern.search(part)]
+
+
+def distinctive_terms(question: str) -> tuple[Term, ...]:
+    """The question's names, versions and identifiers, in the order they appear (see the module)."""
+    found: dict[str, Term] = {}
+    asking = _last_sentence_start(question)
+
+    def add(text: str, pattern: str) -> None:
+        key = text.casefold()
+        if key not in found:
+            at = question.find(text)
+            found[key] = Term(text, re.compile(pattern, re.IGNORECASE), asked=at < 0 or at >= asking)
+
+    # Quoted values and examples ("like 'john.smith@example.com'", "e.g. set address.city") are the asker's, not
+    # names the documents must use.
+    covered: list[tuple[int, int]] = [m.span() for m in _EXAMPLE.finditer(question)]
+    for match in _IDENTIFIER.finditer(question):
+        if any(s <= match.start() < e for s, e in covered):
+            continue
+        text = next(group for group in match.groups() if group)
+        if _VERSION.fullmatch(text) or text.casefold() in _ABBREVIATIONS:
+            continue
+        add(text, rf"(?<![\w-]){re.escape(text)}(?![\w-])")
+        covered.append(match.span())
+    for match in _NAMED_VERSION.finditer(question):
+        name, version = match.group(1), match.group(2)
+        if _is_name(question, match.start(1), name) or "." in version or _acronym(name):
+            add(f"{name} {version}", rf"(?<![\w-]){re.escape(name)}\W{{1,3}}{re.escape(version)}(?![\w.]*\w)")
+            covered.append(match.span())
+    for match in _COMMAND.finditer(question):
+        phrase = f"{match.group(1)} {match.group(2)}"
+        add(phrase, rf"(?<![\w-]){re.escape(match.group(1))}[\s-]{re.escape(match.group(2))}(?![\w-])")
+        covered.append(match.span())
+    for match in _YEAR.finditer(question):
+        add(match.group(), rf"(?<![\w.-]){match.group()}(?![\w.]*\w)")
+    for match in _VERSION.finditer(question):
+        if not any(s <= match.start() < e for s, e in covered):
+            add(match.group(), rf"(?<![\w.]){re.escape(match.group())}(?![\w.]*\w)")
+    for match in _WORD.finditer(question):
+        word = _POSSESSIVE.sub("", match.group())
+        if any(s <= match.start() < e for s, e in covered) or not _is_name(question, match.start(), word):
+            continue
+        add(word, _word_pattern(word))
+    return tuple(found.values())
+
+
+def _last_sentence_start(question: str) -> int:
+    """Where the question's last sentence starts (0 when it has one)."""
+    ends = [m.end() for m in _SENTENCES.finditer(question.rstrip(" ?!.\n"))]
+    return ends[-1] if ends else 0
+
+
+def _is_name(question: str, start: int, word: str) -> bool:
+    """Whether ``word`` at ``start`` is spelled as a name: capitals inside, an acronym, or a capital initial
+    where a sentence does not start."""
+    if word.casefold() in _NOT_NAMES or len(word) < 2:
+        return False
+    letters = [c for c in word if c.isalpha()]
+    if not letters or not letters[0].isupper():
+        return False
+    if _acronym(word):
+        return False  # an acronym ("USB", "CI", "HTTPS", "SSDs") names a kind of thing more often than a product
+    if any(c.isupper() for c in letters[1:]):
+        return True  # "InnoDB", "GitHub", "PostgreSQL"
+    return _SENTENCE_END.search(question[:start]) is None
+
+
+def _acronym(word: str) -> bool:
+    letters = [c for c in word if c.isalpha()]
+    return len(letters) >= 2 and sum(c.isupper() for c in letters) * 2 > len(letters)
+
+
+def _word_pattern(word: str) -> str:
+    """A whole word, case-insensitively, with or without a plural "s" ("SSDs" mentions "SSD" and back)."""
+    stem = word[:-1] if len(word) > 3 and word[-1] == "s" and word[-2].isupper() else word
+    return rf"(?<![\w-]){re.escape(stem)}(?:s|es)?(?:['’]s)?(?![\w-])"

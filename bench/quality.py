@@ -2,42 +2,56 @@
 
     apt-get install postgresql-doc-15
     python bench/quality.py [--questions bench/quality/postgresql-15.yaml] [--data-dir DIR] [--no-calibrate]
+    apt-get install git-doc debian-history maint-guide debian-policy
+    python bench/quality.py --questions bench/quality/debian-git.yaml --against origin/main
 
-The corpus is the folder the question file names (``root``), copied into the
-data directory with an ACL manifest that lets ``group:everyone`` read it, and
-indexed with ``docqa index`` once (a re-run skips unchanged files; the first
-run embeds ~12k chunks, 20-50 minutes on 2 cores). Then, in-process, every
+The corpus is the folder the question file names (``root``) or the files its
+``sources`` list, copied into the data directory with an ACL manifest that
+lets ``group:everyone`` read it, and indexed with ``docqa index`` once (a
+re-run skips unchanged files; the first run embeds ~12k chunks, 10-50
+minutes on 2 cores). Then, in-process, every
 question runs through the query engine as ``docqa eval`` runs it
 (``service.quality.evaluation``) with each retrieval mode in turn — the
 store's ``fusion`` setting (dense, lexical, rrf, weighted) without a
 reranker, and the default fusion with each reranker — and the table shows
 hit@1, hit@5, MRR, the share of answerable questions answered and of
-unanswerable ones refused at the store's level, key-term presence in the
-(extractive) answer, and retrieval p50/p95 (question embedding included, no
+unanswerable ones refused at the store's level (near the domain and off it),
+key-term presence and passage recall in the (extractive) answer, answers with
+extraction debris, and retrieval p50/p95 (question embedding included, no
 LLM). Ratios compare each mode with dense in the same run. Finally the store
 is calibrated (``docqa settings calibrate``) and the default mode runs again
-at the calibrated scale. Figures, not asserts; JSON under bench/results/.
+at the calibrated scale.
+
+``--against REF`` also runs ``docqa eval`` of another commit (a checkout of
+REF made with ``git archive``, the question file's newer keys left out) on the
+same store and scores its answers the same way: today's answerer beside
+yours, in one run. Figures, not asserts; JSON under bench/results/.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import gzip
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from indexer.index import acl_filter  # noqa: E402
 from service.bootstrap import App, build_app  # noqa: E402
 from service.config import load_settings  # noqa: E402
 from service.domain.queries import Caller  # noqa: E402
-from service.quality.evaluation import EvalReport, evaluate  # noqa: E402
+from service.quality.evaluation import EvalReport, QuestionResult, evaluate, has_debris, judge, summarize  # noqa: E402
 from service.quality.questions import QuestionSet, load_questions  # noqa: E402
 from service.query.calibration import Calibrator  # noqa: E402
 
@@ -55,14 +69,92 @@ MODES: list[tuple[str, str | None, str]] = [
 
 
 def prepare(questions: QuestionSet, corpus: Path | None, data_dir: Path) -> Path:
-    source = corpus or Path(questions.root)
-    if not source.is_dir():
-        sys.exit(f"corpus folder {source} not found (apt-get install {questions.corpus or 'the corpus package'})")
     folder = data_dir / "corpus"
-    if not folder.exists():
-        shutil.copytree(source, folder)
-        (folder / "acl.yaml").write_text(MANIFEST)
+    if folder.exists():
+        return folder
+    if questions.sources and corpus is None:
+        building = data_dir / "corpus.partial"
+        shutil.rmtree(building, ignore_errors=True)
+        for source in questions.sources:
+            copy_source(Path(source.origin), source.include, source.to, building, questions.corpus)
+        (building / "acl.yaml").write_text(MANIFEST)
+        building.rename(folder)
+        return folder
+    root = corpus or Path(questions.root)
+    if not root.is_dir():
+        sys.exit(f"corpus folder {root} not found (apt-get install {questions.corpus or 'the corpus package'})")
+    shutil.copytree(root, folder)
+    (folder / "acl.yaml").write_text(MANIFEST)
     return folder
+
+
+def copy_source(origin: Path, include: str, to: str, folder: Path, corpus: str) -> None:
+    """One ``sources`` entry into the corpus folder: a folder's files matching ``include``, or one file (``.gz``
+    unpacked) at ``to``."""
+    if not origin.exists():
+        sys.exit(f"{origin} not found (see the question file {corpus!r} for the packages to install)")
+    if origin.is_file():
+        target = folder / (to or origin.name.removesuffix(".gz"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(gzip.decompress(origin.read_bytes()) if origin.suffix == ".gz" else origin.read_bytes())
+        return
+    for path in sorted(origin.glob(include)):
+        if path.is_file() and not path.is_symlink():
+            target = folder / to / path.relative_to(origin)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+
+
+def baseline(ref: str, questions: QuestionSet, data_dir: Path, store: str) -> EvalReport:
+    """``docqa eval`` of commit ``ref`` on the same store, its answers scored as this checkout scores them."""
+    with tempfile.TemporaryDirectory(prefix="docqa-baseline-") as tmp:
+        checkout = Path(tmp) / "src"
+        checkout.mkdir()
+        archive = subprocess.run(["git", "archive", ref], cwd=ROOT, check=True, stdout=subprocess.PIPE).stdout
+        subprocess.run(["tar", "-x", "-C", str(checkout)], input=archive, check=True)
+        plain = Path(tmp) / "questions.yaml"
+        spec = yaml.safe_load(Path(questions.path).read_text(encoding="utf-8"))
+        old_keys = ("id", "question", "documents", "terms", "unanswerable")
+        spec = {
+            "corpus": spec.get("corpus", ""),
+            "questions": [{k: q[k] for k in old_keys if k in q} for q in spec["questions"]],
+        }
+        plain.write_text(yaml.safe_dump(spec, allow_unicode=True, sort_keys=False), encoding="utf-8")
+        out = Path(tmp) / "report.json"
+        command = [sys.executable, "-m", "service.api.cli", "--data-dir", str(data_dir / "data")]
+        command += ["eval", str(plain), "--store", store, "--as", USER, "--json", str(out), "--quiet"]
+        env = {k: v for k, v in os.environ.items() if k not in ("DOCQA_CONFIG", "PYTHONPATH")}
+        done = subprocess.run(command, cwd=checkout, env=env, check=False, stdout=subprocess.DEVNULL)
+        if done.returncode != 0:
+            sys.exit(f"docqa eval of {ref} failed ({done.returncode})")
+        raw = json.loads(out.read_text(encoding="utf-8"))
+    by_id = {q.id: q for q in questions.questions}
+    results: list[QuestionResult] = []
+    for item in raw["results"]:
+        question = by_id[item["id"]]
+        answer = item["answer"] if item["answered"] else None
+        term_found, passage_found = judge(question, answer)
+        results.append(
+            QuestionResult(
+                id=item["id"],
+                line=question.line,
+                question=item["question"],
+                unanswerable=question.unanswerable,
+                expected=question.documents,
+                ranked=tuple(item["ranked"]),
+                rank=item["rank"],
+                answered=item["answered"],
+                answer=item["answer"],
+                term_found=term_found,
+                top_score=item["top_score"],
+                retrieval_ms=item["retrieval_ms"],
+                warnings=tuple(item.get("warnings", ())),
+                passage_found=passage_found,
+                near=question.near,
+                debris=has_debris(item["answer"] or ""),
+            )
+        )
+    return EvalReport(store, questions.path, None, summarize(results), tuple(results))
 
 
 def index(folder: Path, data_dir: Path, store: str) -> None:
@@ -95,10 +187,14 @@ def run_mode(app: App, store: str, questions: QuestionSet, fusion: str | None, r
 def row(label: str, report: EvalReport, base: EvalReport) -> str:
     s, b = report.summary, base.summary
     ratio = f"{s.hit_at_1 / b.hit_at_1:.2f}×" if b.hit_at_1 else "n/a"
-    terms = "n/a" if s.terms is None else f"{s.terms:.2f}"
+
+    def share(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.2f}"
+
     return (
         f"| {label} | {s.hit_at_1:.3f} | {s.hit_at_5:.3f} | {s.mrr:.3f} | {ratio} | {s.answered:.2f} | "
-        f"{s.refused:.2f} | {terms} | {s.retrieval_p50_ms:.1f} | {s.retrieval_p95_ms:.1f} |"
+        f"{share(s.refused_near)} | {share(s.refused_off)} | {share(s.terms)} | {share(s.passages)} | {s.debris} | "
+        f"{s.retrieval_p50_ms:.1f} | {s.retrieval_p95_ms:.1f} |"
     )
 
 
@@ -114,6 +210,7 @@ def main() -> None:
     parser.add_argument(
         "--lexicon-in-memory", action="store_true", help="BM25 from the in-memory copy, as docqa serve ranks it"
     )
+    parser.add_argument("--against", metavar="REF", help="also run docqa eval of commit REF on the same store")
     args = parser.parse_args()
 
     questions = load_questions(args.questions)
@@ -125,7 +222,7 @@ def main() -> None:
     assert store is not None
     if args.lexicon_in_memory:
         app.keep_lexicons()
-        app.index.lexical(args.store, "warm up", 1, None)
+        app.index.lexical(args.store, "warm up", 1, acl_filter(frozenset({"group:everyone"})))
         while not getattr(app.index.stats(args.store), "lexicon_reads", 0):  # type: ignore[attr-defined]
             time.sleep(0.1)
     original = {"fusion": store.fusion, "min_threshold": store.min_threshold, "max_threshold": store.max_threshold}
@@ -142,6 +239,11 @@ def main() -> None:
                 continue
             reports[label] = run_mode(app, args.store, questions, fusion, rerank)
             print(f"{label}: done", file=sys.stderr)
+        if args.against:
+            reports[f"{args.against} (default, as committed there)"] = baseline(
+                args.against, questions, args.data_dir, args.store
+            )
+            print(f"{args.against}: done", file=sys.stderr)
         if not args.no_calibrate:
             calibrator = Calibrator(
                 stores=app.repository, catalog=app.repository, index=app.index, embedder_for=app.embedder
@@ -164,10 +266,13 @@ def main() -> None:
         f"\n{len(questions.questions)} questions ({base.summary.answerable} answerable, "
         f"{base.summary.unanswerable} unanswerable), {counts} chunks, level = store default"
     )
-    print("| mode | hit@1 | hit@5 | MRR | hit@1 vs dense | answered | refused | key term | p50 ms | p95 ms |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for label, report in reports.items():
-        print(row(label, report, base))
+    print(
+        "| mode | hit@1 | hit@5 | MRR | hit@1 vs dense | answered | refused near | refused off | key term | "
+        "passage | debris | p50 ms | p95 ms |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for label, each in reports.items():
+        print(row(label, each, base))
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"quality-{time.strftime('%Y%m%d-%H%M%S')}.json"

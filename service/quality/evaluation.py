@@ -6,12 +6,16 @@ the rank of the first expected document among the documents of the ranked
 chunks, and once as a user asks it (the store's level, the store's language
 model) to see whether it is answered or refused and whether the answer quotes
 a key term. Metrics: hit@1, hit@5, MRR over answerable questions; the share
-of answerable questions answered and of unanswerable ones refused; key-term
-presence; retrieval latency percentiles.
+of answerable questions answered and of unanswerable ones refused (near the
+domain and off it, apart); key-term presence; passage recall (the answer
+holds a piece of the answering passage); answers carrying extraction debris
+(HTML character references, letter-spaced or glued-together words); retrieval
+latency percentiles.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -25,6 +29,16 @@ from service.query.engine import QueryEngine
 
 #: Chunks fetched by the retrieval run: enough for five distinct documents in practice.
 DEFAULT_DEPTH = 20
+#: What text extraction leaves in an answer that a reader should never see: a character reference
+#: ("&lt;"), a word set letter by letter ("A r c h i t e c t u r e"), words run together ("Thisdocumentmaybe").
+DEBRIS = re.compile(
+    r"&(?:[A-Za-z]{2,8}|#\d{1,7}|#x[0-9A-Fa-f]{1,6});|(?<!\w)(?:[A-Za-z] ){4,}[A-Za-z](?!\w)|[a-z]{26,}"
+)
+
+
+def has_debris(text: str) -> bool:
+    """Whether ``text`` holds extraction debris (``DEBRIS``)."""
+    return DEBRIS.search(text) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +62,11 @@ class QuestionResult:
     top_score: float | None
     retrieval_ms: float
     warnings: tuple[str, ...] = ()
+    #: Whether the answer holds a piece of the answering passage; None without a passage or when unanswerable.
+    passage_found: bool | None = None
+    near: bool = False
+    #: Whether the answer carries extraction debris (``DEBRIS``).
+    debris: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +85,13 @@ class EvalSummary:
     terms: float | None
     retrieval_p50_ms: float
     retrieval_p95_ms: float
+    #: Share of answerable questions with a passage whose answer holds a piece of it (None: no passages).
+    passages: float | None = None
+    #: Share of unanswerable questions near the domain refused, and of those off it (None: none such).
+    refused_near: float | None = None
+    refused_off: float | None = None
+    #: Answers (of all questions) carrying extraction debris.
+    debris: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,10 +165,7 @@ def _run(
         rank = min(positions) if positions else None
     asked = engine.ask(caller, VectorQuery(store_id, question.question, level))
     answered = not asked.no_relevant_document
-    term_found = None
-    if question.terms and not question.unanswerable:
-        text = (asked.answer or "").casefold() if answered else ""
-        term_found = any(term.casefold() in text for term in question.terms)
+    term_found, passage_found = judge(question, asked.answer if answered else None)
     scores = [c.score for c in retrieved.chunks if c.score is not None]
     return QuestionResult(
         id=question.id,
@@ -157,8 +180,22 @@ def _run(
         term_found=term_found,
         top_score=max(scores) if scores else None,
         retrieval_ms=retrieved.timings_ms.get("total", 0.0),
-        warnings=retrieved.warnings,
+        warnings=(*retrieved.warnings, *(w for w in asked.warnings if w not in retrieved.warnings)),
+        passage_found=passage_found,
+        near=question.near,
+        debris=has_debris(asked.answer or ""),
     )
+
+
+def judge(question: EvalQuestion, answer: str | None) -> tuple[bool | None, bool | None]:
+    """Whether ``answer`` (None: refused) quotes one of the question's key terms, and a piece of its passage;
+    None for either when the question has none (or is unanswerable)."""
+    if question.unanswerable:
+        return None, None
+    text = answer or ""
+    term_found = any(t.casefold() in text.casefold() for t in question.terms) if question.terms else None
+    passage_found = bool(question.quotes_passage(text)) if question.passages else None
+    return term_found, passage_found
 
 
 def summarize(results: list[QuestionResult]) -> EvalSummary:
@@ -166,6 +203,9 @@ def summarize(results: list[QuestionResult]) -> EvalSummary:
     answerable = [r for r in results if not r.unanswerable]
     unanswerable = [r for r in results if r.unanswerable]
     with_terms = [r for r in answerable if r.term_found is not None]
+    with_passages = [r for r in answerable if r.passage_found is not None]
+    near = [r for r in unanswerable if r.near]
+    off = [r for r in unanswerable if not r.near]
     times = sorted(r.retrieval_ms for r in results) or [0.0]
 
     def share(items: list[QuestionResult], test: Callable[[QuestionResult], bool]) -> float:
@@ -183,4 +223,8 @@ def summarize(results: list[QuestionResult]) -> EvalSummary:
         terms=share(with_terms, lambda r: bool(r.term_found)) if with_terms else None,
         retrieval_p50_ms=statistics.median(times),
         retrieval_p95_ms=times[min(len(times) - 1, round(0.95 * (len(times) - 1)))],
+        passages=share(with_passages, lambda r: bool(r.passage_found)) if with_passages else None,
+        refused_near=share(near, lambda r: not r.answered) if near else None,
+        refused_off=share(off, lambda r: not r.answered) if off else None,
+        debris=sum(1 for r in results if r.debris),
     )

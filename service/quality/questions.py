@@ -9,15 +9,24 @@ The file is YAML::
         question: How can I build an index without blocking writes?
         documents: [sql-createindex.html]   # any of them counts as a hit
         terms: [CONCURRENTLY]               # an answer quoting any of them quotes the answering term
+        passage: "... builds the index without taking any locks that prevent concurrent inserts ..."
       - id: u001
         question: How large should the InnoDB buffer pool be?
         unanswerable: true
+        near: true                          # near the corpus's domain (another product, version, ...)
+
+``passage`` is the answering text, verbatim; "..." marks cuts, and an answer
+quotes the passage when it holds one of its pieces (``quotes_passage``).
+``sources`` (instead of ``root``) assembles a corpus from several places for
+``bench/quality.py``: ``- {from: /usr/share/doc/git-doc, include: "**/*.html"}``,
+``- {from: /usr/share/doc/debian-policy/policy.pdf.gz, to: pdf/policy.pdf}``.
 
 Every mistake is reported with the file and line it is on, and nothing is evaluated.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,8 +37,14 @@ from acl.errors import InvalidArgument
 
 #: The longest question file read, in bytes.
 MAX_FILE_BYTES = 5_000_000
-_QUESTION_KEYS = frozenset({"id", "question", "documents", "terms", "unanswerable"})
-_TOP_KEYS = frozenset({"corpus", "root", "questions"})
+_QUESTION_KEYS = frozenset({"id", "question", "documents", "terms", "unanswerable", "passage", "near"})
+_TOP_KEYS = frozenset({"corpus", "root", "sources", "questions"})
+_SOURCE_KEYS = frozenset({"from", "include", "to"})
+#: Words a piece of a passage needs to count (a shorter one would be found by chance).
+_PASSAGE_WORDS = 4
+_CUTS = re.compile(r"\s*(?:\.\.\.|…)\s*")
+_CITATION = re.compile(r"\s*\[\d+\]")
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+(?=[,.;:!?)\]])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +57,34 @@ class EvalQuestion:
     terms: tuple[str, ...]
     unanswerable: bool
     line: int
+    #: The answering text's pieces (a passage cut at "..."), verbatim; () when the file gives none.
+    passages: tuple[str, ...] = ()
+    #: An unanswerable question near the corpus's domain (another product or version), not off it.
+    near: bool = False
+
+    def quotes_passage(self, answer: str) -> bool | None:
+        """Whether ``answer`` holds a piece of the passage (white space, case and citation marks aside);
+        None when the question has no passage."""
+        pieces = [_normal(p) for p in self.passages]
+        pieces = [p for p in pieces if len(p.split()) >= _PASSAGE_WORDS] or pieces
+        if not pieces:
+            return None
+        text = _normal(_CITATION.sub("", answer))
+        return any(piece in text for piece in pieces)
+
+
+def _normal(text: str) -> str:
+    return _SPACE_BEFORE_PUNCTUATION.sub("", " ".join(text.split())).casefold().strip(" .")
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusSource:
+    """Where ``bench/quality.py`` copies part of a corpus from: a folder (its files matching ``include``) or
+    one file (``to``: its path in the corpus; a ``.gz`` file is unpacked)."""
+
+    origin: str
+    include: str = "**/*"
+    to: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +93,7 @@ class QuestionSet:
     corpus: str
     root: str
     questions: tuple[EvalQuestion, ...]
+    sources: tuple[CorpusSource, ...] = ()
 
     def line_of(self, question_id: str) -> int:
         return next(q.line for q in self.questions if q.id == question_id)
@@ -134,6 +178,7 @@ def parse_questions(data: bytes | str, name: str = "<questions>") -> QuestionSet
         raise reader.error(root, "no 'questions' list")
     corpus = reader.scalar(top["corpus"][1], "corpus") if "corpus" in top else ""
     where = reader.scalar(top["root"][1], "root") if "root" in top else ""
+    sources = _sources(reader, top["sources"][1]) if "sources" in top else ()
     items = top["questions"][1]
     if not isinstance(items, SequenceNode) or not items.value:
         raise reader.error(items, "'questions' must be a non-empty list")
@@ -145,7 +190,25 @@ def parse_questions(data: bytes | str, name: str = "<questions>") -> QuestionSet
             raise reader.error(item, f"question id {question.id!r} already used on line {seen[question.id]}")
         seen[question.id] = question.line
         questions.append(question)
-    return QuestionSet(name, corpus, where, tuple(questions))
+    return QuestionSet(name, corpus, where, tuple(questions), sources)
+
+
+def _sources(reader: _Reader, node: Node) -> tuple[CorpusSource, ...]:
+    if not isinstance(node, SequenceNode) or not node.value:
+        raise reader.error(node, "'sources' must be a non-empty list")
+    out: list[CorpusSource] = []
+    for item in node.value:
+        fields = reader.mapping(item, _SOURCE_KEYS, "a source")
+        if "from" not in fields:
+            raise reader.error(item, "a source needs 'from'")
+        out.append(
+            CorpusSource(
+                origin=reader.text(fields["from"][1], "from"),
+                include=reader.text(fields["include"][1], "include") if "include" in fields else "**/*",
+                to=reader.text(fields["to"][1], "to") if "to" in fields else "",
+            )
+        )
+    return tuple(out)
 
 
 def _question(reader: _Reader, item: Node) -> EvalQuestion:
@@ -156,8 +219,14 @@ def _question(reader: _Reader, item: Node) -> EvalQuestion:
     unanswerable = reader.flag(fields["unanswerable"][1], "unanswerable") if "unanswerable" in fields else False
     documents = reader.texts(fields["documents"][1], "documents") if "documents" in fields else ()
     terms = reader.texts(fields["terms"][1], "terms") if "terms" in fields else ()
+    passages = reader.texts(fields["passage"][1], "passage") if "passage" in fields else ()
+    near = reader.flag(fields["near"][1], "near") if "near" in fields else False
     if unanswerable and documents:
         raise reader.error(fields["documents"][0], "an unanswerable question lists no documents")
+    if near and not unanswerable:
+        raise reader.error(fields["near"][0], "'near' marks an unanswerable question")
+    if unanswerable and passages:
+        raise reader.error(fields["passage"][0], "an unanswerable question has no passage")
     if not unanswerable and not documents:
         raise reader.error(item, "an answerable question needs 'documents' (or 'unanswerable: true')")
     return EvalQuestion(
@@ -167,4 +236,6 @@ def _question(reader: _Reader, item: Node) -> EvalQuestion:
         terms=terms,
         unanswerable=unanswerable,
         line=item.start_mark.line + 1,
+        passages=tuple(piece for text in passages for piece in _CUTS.split(text) if piece.strip()),
+        near=near,
     )

@@ -98,3 +98,58 @@ def test_the_shipped_follow_up_pairs_are_well_formed() -> None:
         for pair in pairs:
             assert {"first", "follow_up", "standalone", "documents"} <= set(pair), pair.get("id")
             assert pair["follow_up"] != pair["standalone"] and pair["documents"], pair["id"]
+
+
+def test_passages_near_misses_and_sources_are_read() -> None:
+    questions = parse_questions(
+        """\
+corpus: debian-git
+sources:
+  - {from: /usr/share/doc/git-doc, include: "**/*.html"}
+  - {from: /usr/share/doc/debian-policy/policy.pdf.gz, to: pdf/policy.pdf}
+questions:
+  - id: g1
+    question: How do I get rid of untracked files?
+    documents: [git-clean.html]
+    passage: "Cleans the working tree by recursively removing files ... starting from the current directory."
+  - id: n1
+    question: How do I create a branch in Mercurial?
+    unanswerable: true
+    near: true
+"""
+    )
+    first, near = questions.questions
+    assert first.passages == (
+        "Cleans the working tree by recursively removing files",
+        "starting from the current directory.",
+    )
+    assert near.near and near.unanswerable
+    assert [(s.origin, s.include, s.to) for s in questions.sources] == [
+        ("/usr/share/doc/git-doc", "**/*.html", ""),
+        ("/usr/share/doc/debian-policy/policy.pdf.gz", "**/*", "pdf/policy.pdf"),
+    ]
+    # White space, case, citation marks and the space an HTML loader leaves before punctuation aside.
+    assert first.quotes_passage("git-clean: cleans the working tree by recursively removing  files  [1]")
+    assert not first.quotes_passage("Remove untracked files from the working tree [1]")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "questions:\n  - id: a\n    question: q\n    documents: [d]\n    near: true\n",
+            ":5: 'near' marks an unanswerable",
+        ),
+        (
+            "questions:\n  - id: u\n    question: q\n    unanswerable: true\n    passage: p\n",
+            ":5: an unanswerable question",
+        ),
+        (
+            "sources: [{to: x}]\nquestions:\n  - id: a\n    question: q\n    documents: [d]\n",
+            ":1: a source needs 'from'",
+        ),
+    ],
+)
+def test_new_keys_are_checked_with_their_line(text: str, expected: str) -> None:
+    with pytest.raises(InvalidArgument, match=expected):
+        parse_questions(text, "q.yaml")

@@ -98,3 +98,19 @@ def test_a_question_the_engine_refuses_is_named_by_its_line() -> None:
     long = "questions:\n  - id: a1\n    question: " + "word " * 900 + "\n    documents: [vacation]\n"
     with pytest.raises(InvalidArgument, match=r"^q.yaml:2: "):
         evaluate(w.engine, w.repo, Caller("bob"), STORE, parse_questions(long, "q.yaml"))
+
+
+def test_passages_near_misses_and_debris_are_counted() -> None:
+    from service.quality.evaluation import has_debris
+
+    near = QuestionResult("n", 1, "q", True, (), (), None, False, None, None, None, 1.0, near=True)
+    off = QuestionResult("u", 1, "q", True, (), (), None, True, "x", None, None, 1.0)
+    found = QuestionResult("a", 1, "q", False, (), (), 1, True, "x", None, None, 1.0, passage_found=True)
+    missed = QuestionResult(
+        "b", 1, "q", False, (), (), 1, True, "&lt;x>", None, None, 1.0, passage_found=False, debris=True
+    )
+    summary = summarize([near, off, found, missed])
+    assert (summary.refused_near, summary.refused_off, summary.passages, summary.debris) == (1.0, 0.0, 0.5, 1)
+    for text in ("named &lt;new-branch> starting", "A r c h i t e c t u r e", "Thisdocumentmaybeusedunderthetermsof"):
+        assert has_debris(text), text
+    assert not has_debris("git clean -f -d removes untracked files & directories; see git-clean(1).")

@@ -54,6 +54,10 @@ def _print_result(result: Any, out: TextIO) -> None:
         detail = f"{found}; first {first}" + ("" if result.answered else "; REFUSED")
         if result.term_found is False:
             detail += "; key term missing"
+        if result.passage_found is False:
+            detail += "; passage not quoted"
+    if result.debris:
+        detail += "; extraction debris in the answer"
     print(f"{mark} {result.id:<8} {detail}", file=out)
 
 
@@ -69,6 +73,13 @@ def _print_summary(report: Any, out: TextIO) -> None:
     print(
         f"  answered {s.answered:.1%} of answerable, refused {s.refused:.1%} of {s.unanswerable} unanswerable", file=out
     )
+    if s.refused_near is not None or s.refused_off is not None:
+        near = "n/a" if s.refused_near is None else f"{s.refused_near:.1%}"
+        off = "n/a" if s.refused_off is None else f"{s.refused_off:.1%}"
+        print(f"  refused {near} of those near the domain, {off} of those off it", file=out)
     if s.terms is not None:
         print(f"  key term quoted in {s.terms:.1%} of answers", file=out)
+    if s.passages is not None:
+        print(f"  answering passage quoted in {s.passages:.1%} of answers", file=out)
+    print(f"  {s.debris} answers with extraction debris (character references, spaced or glued letters)", file=out)
     print(f"  retrieval p50 {s.retrieval_p50_ms:.1f} ms, p95 {s.retrieval_p95_ms:.1f} ms", file=out)

@@ -199,3 +199,17 @@ def test_audit_view_filters_by_user_and_dates_without_question_text(open_page: A
     page.get_by_role("button", name="Show").click()
     expect(page.locator("#audit-state")).to_have_text("No audited query matches.")
     expect(table).to_be_hidden()
+
+
+def test_the_audit_table_fits_its_card(open_page: Any, server: Server) -> None:
+    page = open_page().page
+    _open_admin(page, server)
+    page.get_by_label("Sample question").fill(SAMPLE)
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator("#preview-result")).to_be_visible()
+    page.get_by_role("button", name="Show").click()
+    table = page.locator("#audit-table")
+    expect(table).to_be_visible()
+    wrap = page.locator("#audit-table").locator("xpath=..")
+    fits = wrap.evaluate("w => w.scrollWidth <= w.clientWidth + 1")
+    assert fits, wrap.evaluate("w => [w.scrollWidth, w.clientWidth]")

@@ -201,6 +201,9 @@ function onStoreChange() {
     ? `${store.documents} document${store.documents === 1 ? "" : "s"} you can read · ${store.chunks} chunks · level ${num(store.level)}`
     : $("store-info").textContent;
   $("store-level").textContent = store ? `(${num(store.level)})` : "";
+  $("question").placeholder = store
+    ? `Ask a question about ${store.name || store.id}`
+    : "Choose a store, then ask a question";
   if (store && $("use-store-level").checked) {
     $("level").value = String(store.level);
     $("level-value").textContent = num(store.level);
@@ -574,17 +577,50 @@ function highlights(text, answer, question) {
   return marked;
 }
 
-function markedText(text, ranges) {
+function markedText(text, ranges, from = 0, to = text.length) {
   const paragraph = h("p", { class: "chunk-text" });
-  let last = 0;
+  let last = from;
+  if (from > 0) paragraph.append(document.createTextNode("… "));
   for (const range of [...ranges].sort((a, b) => a.start - b.start)) {
-    if (range.start < last) continue;
+    if (range.start < last || range.end > to) continue;
     paragraph.append(document.createTextNode(text.slice(last, range.start)));
     paragraph.append(h("mark", {}, text.slice(range.start, range.end)));
     last = range.end;
   }
-  paragraph.append(document.createTextNode(text.slice(last)));
+  paragraph.append(document.createTextNode(text.slice(last, to)));
+  if (to < text.length) paragraph.append(document.createTextNode(" …"));
   return paragraph;
+}
+
+/** Sentences of context shown around the quoted passage; the whole chunk opens on demand. */
+const CONTEXT_SENTENCES = 1;
+/** A card shows this many sentences of a chunk nothing of which was quoted. */
+const OPENING_SENTENCES = 2;
+
+/**
+ * The passage a card shows: the marked sentences with a sentence of context on each side (or the chunk's first
+ * sentences when nothing is marked), as [from, to) offsets into the chunk's text.
+ */
+function passageBounds(text, ranges) {
+  const parts = sentences(text);
+  if (!parts.length) return [0, text.length];
+  if (!ranges.length) return [0, parts[Math.min(OPENING_SENTENCES, parts.length) - 1].end];
+  const first = parts.findIndex((p) => p.end > Math.min(...ranges.map((r) => r.start)));
+  const lastEnd = Math.max(...ranges.map((r) => r.end));
+  const last = parts.findIndex((p) => p.end >= lastEnd);
+  const from = parts[Math.max(0, first - CONTEXT_SENTENCES)].start;
+  const to = parts[Math.min(parts.length - 1, (last < 0 ? parts.length - 1 : last) + CONTEXT_SENTENCES)].end;
+  return [from, to];
+}
+
+/** The chunk as a card shows it: the passage, and the whole text behind a disclosure when there is more. */
+function chunkBody(text, ranges) {
+  const [from, to] = passageBounds(text, ranges);
+  if (from === 0 && to >= text.trimEnd().length) return [markedText(text, ranges)];
+  const whole = h("details", { class: "whole-chunk" },
+    h("summary", {}, "Show the whole passage"),
+    markedText(text, ranges));
+  return [markedText(text, ranges, from, to), whole];
 }
 
 function relevanceMeter(value, id) {
@@ -607,7 +643,7 @@ function sourceCard(chunk, n, answerText, question) {
         h("label", { for: meterId }, "Relevance"), relevanceMeter(chunk.relevance, meterId),
         h("span", { class: "source-score" }, num(chunk.relevance))),
     ),
-    markedText(chunk.text, highlights(chunk.text, answerText, question)),
+    ...chunkBody(chunk.text, highlights(chunk.text, answerText, question)),
   );
   if (chunk.link) {
     const link = externalLink(chunk.link, "Open at this passage", "source-link");

@@ -345,10 +345,10 @@ class StoreDefaults(_Section):
     """Settings a new store starts with; an admin changes them per store."""
 
     level: float = Field(0.5, ge=0.0, le=1.0)
-    #: Cosine similarity that level 0 maps to, for the packaged MiniLM.
-    min_threshold: float = Field(0.10, ge=-1.0, le=1.0)
-    #: Cosine similarity that level 1 maps to.
-    max_threshold: float = Field(0.60, ge=-1.0, le=1.0)
+    #: Cosine similarity that level 0 maps to, for the packaged MiniLM (level 0.5 maps to 0.35).
+    min_threshold: float = Field(0.00, ge=-1.0, le=1.0)
+    #: Cosine similarity that level 1 maps to: where relevance reads 1.00 (0.60 saturated most answers).
+    max_threshold: float = Field(0.70, ge=-1.0, le=1.0)
     max_chunks: int = Field(8, ge=1, le=MAX_STORE_CHUNKS)
     #: How dense and lexical results are fused (``service.domain.retrieval_settings``).
     fusion: Literal["rrf", "weighted", "dense", "lexical"] = DEFAULT_FUSION

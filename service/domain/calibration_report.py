@@ -42,8 +42,17 @@ class ProbeCounts:
 
 
 @dataclass(frozen=True, slots=True)
+class NearProbe:
+    """A near-domain probe's best score, and whether the check of its names refuses it whatever the score."""
+
+    score: float
+    refused_by_names: bool
+
+
+@dataclass(frozen=True, slots=True)
 class LevelPrediction:
-    """At one level: the threshold, answerable probes answered and off-topic ones refused, on each scale."""
+    """At one level: the threshold, answerable probes answered, off-topic and near-domain ones refused (the
+    latter by the threshold or by the check of their names), on each scale."""
 
     level: float
     current_threshold: float
@@ -52,6 +61,8 @@ class LevelPrediction:
     proposed_threshold: float
     proposed_answer_rate: float
     proposed_refusal_rate: float
+    current_near_refusal_rate: float = 0.0
+    proposed_near_refusal_rate: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +88,9 @@ class CalibrationReport:
     predictions: tuple[LevelPrediction, ...]
     warnings: tuple[str, ...]
     applied: bool = False
+    #: Near-domain probes scored, and the share the check of their names refuses whatever the threshold.
+    near_domain_probes: int = 0
+    near_domain_refused_by_names: float = 0.0
 
     def as_applied(self) -> CalibrationReport:
         return replace(self, applied=True)
@@ -104,7 +118,9 @@ class CalibrationReport:
                 "headings": self.probes.headings,
                 "sentences": self.probes.sentences,
                 "off_topic": self.off_topic.count,
+                "near_domain": self.near_domain_probes,
             },
+            "near_domain_refused_by_names": self.near_domain_refused_by_names,
             "answerable": distribution(self.answerable),
             "off_topic": distribution(self.off_topic),
             "separation": {
@@ -126,11 +142,13 @@ class CalibrationReport:
                         "threshold": p.current_threshold,
                         "answer_rate": p.current_answer_rate,
                         "refusal_rate": p.current_refusal_rate,
+                        "near_refusal_rate": p.current_near_refusal_rate,
                     },
                     "proposed": {
                         "threshold": p.proposed_threshold,
                         "answer_rate": p.proposed_answer_rate,
                         "refusal_rate": p.proposed_refusal_rate,
+                        "near_refusal_rate": p.proposed_near_refusal_rate,
                     },
                 }
                 for p in self.predictions
@@ -140,8 +158,17 @@ class CalibrationReport:
         }
 
 
+def near_refusal_rate(near: Sequence[NearProbe], threshold: float) -> float:
+    """Share of near-domain probes refused at ``threshold``: by the check of their names, or scoring below it."""
+    return sum(1 for p in near if p.refused_by_names or p.score < threshold) / len(near) if near else 0.0
+
+
 def predictions(
-    answerable: Sequence[float], off_topic: Sequence[float], current: Threshold, proposed: Threshold
+    answerable: Sequence[float],
+    off_topic: Sequence[float],
+    current: Threshold,
+    proposed: Threshold,
+    near: Sequence[NearProbe] = (),
 ) -> tuple[LevelPrediction, ...]:
     """Answer and refusal rates at REPORT_LEVELS on both scales."""
     rows = []
@@ -157,6 +184,8 @@ def predictions(
                 proposed_threshold=after,
                 proposed_answer_rate=answer_rate(answerable, after),
                 proposed_refusal_rate=refusal_rate(off_topic, after),
+                current_near_refusal_rate=near_refusal_rate(near, before),
+                proposed_near_refusal_rate=near_refusal_rate(near, after),
             )
         )
     return tuple(rows)
@@ -176,6 +205,7 @@ class Sampled:
     probes: ProbeCounts
     answerable: Sequence[float]
     off_topic: Sequence[float]
+    near_domain: Sequence[NearProbe] = ()
 
 
 def build_report(sampled: Sampled) -> CalibrationReport:
@@ -200,7 +230,14 @@ def build_report(sampled: Sampled) -> CalibrationReport:
             "answerable and off-topic probes score alike: this embedding model does not tell them apart "
             "in this store, so the proposal is a guess"
         )
-    elif separation.method == "balanced-accuracy":
+    if proposed.minimum < 0.0 < separation.cut:
+        warnings.append(
+            f"the proposed min_threshold is negative ({proposed.minimum:g}), a cosine no question scores: it only "
+            f"places level {anchor:g} at the cut ({separation.cut:.3f}) while relevance reads 1.00 at the answerable "
+            f"probes' 99th percentile ({proposed.maximum:g}); levels below about "
+            f"{-proposed.minimum / (proposed.maximum - proposed.minimum):.2f} threshold nothing"
+        )
+    if separation.method == "balanced-accuracy":
         warnings.append(
             f"answerable and off-topic scores overlap (AUC {separation.auc:.2f}): at any level some answerable "
             "questions are refused or some off-topic ones answered"
@@ -221,6 +258,12 @@ def build_report(sampled: Sampled) -> CalibrationReport:
         proposed=proposed,
         current_saturated=saturated(answerable, sampled.current),
         proposed_saturated=saturated(answerable, proposed),
-        predictions=predictions(answerable, off_topic, sampled.current, proposed),
+        predictions=predictions(answerable, off_topic, sampled.current, proposed, sampled.near_domain),
         warnings=tuple(warnings),
+        near_domain_probes=len(sampled.near_domain),
+        near_domain_refused_by_names=(
+            sum(p.refused_by_names for p in sampled.near_domain) / len(sampled.near_domain)
+            if sampled.near_domain
+            else 0.0
+        ),
     )

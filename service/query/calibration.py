@@ -2,11 +2,15 @@
 
 The run samples up to ``sample`` documents (a seeded draw, so a re-run draws
 the same), builds answerable probes from their titles, headings and sentences
-(``probes``), embeds them and the built-in off-topic questions with the
-store's embedding model, and keeps each probe's best cosine over the whole
-store. It runs for an administrator over every chunk, whatever its ACL; the
-report holds numbers only, never a probe or a chunk's text. Storing the
-proposed scale is the admin writer's job (``Admin.apply_calibration``).
+(``probes``) and near-domain probes from the same titles and headings turned
+toward a product the store does not cover (``service.domain.near_domain``),
+embeds them and the built-in off-topic questions with the store's embedding
+model, and keeps each probe's best cosine over the whole store — and, for a
+near-domain probe, whether the answer's check of the question's names
+(``service.query.answerability``) refuses it whatever its score. It runs for
+an administrator over every chunk, whatever its ACL; the report holds numbers
+only, never a probe or a chunk's text. Storing the proposed scale is the admin
+writer's job (``Admin.apply_calibration``).
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ from indexer.embedder import Embedder
 from indexer.index import Index
 from indexer.index.filters import Filter, documents_filter
 from indexer.index.port import Vector
-from service.domain.calibration_report import CalibrationReport, ProbeCounts, Sampled, build_report
+from service.domain.calibration_report import CalibrationReport, NearProbe, ProbeCounts, Sampled, build_report
+from service.domain.near_domain import near_probes
 from service.domain.offtopic import OFF_TOPIC_QUESTIONS
 from service.domain.store import Store
 from service.domain.threshold import Threshold
 from service.persistence.ports import DocumentCatalog, StoreRepository
+from service.query.answerability import unspoken
 from service.query.probes import document_probes
 
 #: Documents sampled when the caller names no number.
@@ -43,6 +49,10 @@ ALL_CHUNKS: Filter = {"field": "chunk_id", "operator": "not in", "value": []}
 PROBE_K = 5
 #: Texts embedded per call.
 EMBED_BATCH = 64
+#: Neighbours of a near-domain probe its names are checked against (as many as a question's candidates).
+NEAR_K = 30
+#: Chunks of a sampled document whose text rules out a foreign name for near-domain probes.
+KNOWN_CHUNKS_PER_DOCUMENT = 20
 
 
 def validate_sample(sample: object) -> int:
@@ -89,11 +99,13 @@ class Calibrator:
         titles: list[str] = []
         headings: list[str] = []
         sentences: list[str] = []
+        known: list[str] = []  # text of the sampled documents: the foreign names a near probe may not use
         for document, vector in zip(sampled, fetch, strict=True):
             k = max(1, min(document.chunk_count, MAX_CHUNKS_PER_DOCUMENT))
             hits = self._index.exact(store.id, vector, k, documents_filter([document.id]))
             if not hits:  # the catalog knows it, the index no longer does: nothing to draw from
                 continue
+            known += [document.title, *(hit.chunk.text for hit in hits[:KNOWN_CHUNKS_PER_DOCUMENT])]
             t, h, s = document_probes(document.title, [hit.chunk for hit in hits], rng)
             titles += t
             headings += h
@@ -102,6 +114,7 @@ class Calibrator:
         if not answerable:
             raise InvalidArgument(f"store {store.id} has no indexed chunks to calibrate from")
         off_topic = self._best_scores(store, embedder, list(self._off_topic))
+        near = self._near_scores(store, embedder, near_probes(titles + headings, known, rng))
         return build_report(
             Sampled(
                 store_id=store.id,
@@ -114,6 +127,7 @@ class Calibrator:
                 probes=ProbeCounts(len(titles), len(headings), len(sentences)),
                 answerable=answerable,
                 off_topic=off_topic,
+                near_domain=near,
             )
         )
 
@@ -122,6 +136,15 @@ class Calibrator:
             return self._index.count(store_id)
         except NotFound:  # the store was never indexed
             return 0
+
+    def _near_scores(self, store: Store, embedder: Embedder, probes: Sequence[str]) -> list[NearProbe]:
+        """Each near-domain probe's best score, and whether the check of its names refuses it."""
+        found: list[NearProbe] = []
+        for probe, vector in zip(probes, _embed(embedder, probes), strict=True):
+            hits = self._index.knn(store.id, vector, NEAR_K, ALL_CHUNKS)
+            if hits:
+                found.append(NearProbe(float(hits[0].score), bool(unspoken(probe, hits))))
+        return found
 
     def _best_scores(self, store: Store, embedder: Embedder, probes: Sequence[str]) -> list[float]:
         scores = []

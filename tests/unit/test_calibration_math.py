@@ -70,7 +70,10 @@ def test_separable_samples_cut_between_off_topic_p95_and_answerable_p10() -> Non
     assert report.proposed_saturated <= 0.02 < 0.5 < report.current_saturated
     at_default = next(p for p in report.predictions if p.level == 0.5)
     assert at_default.proposed_answer_rate == 1.0 and at_default.proposed_refusal_rate == 1.0
-    assert report.warnings == ()
+    # The p99 of 0.89 with the cut at 0.38 puts min below 0: the report says what that means.
+    assert proposed.minimum < 0
+    assert len(report.warnings) == 1 and "min_threshold is negative" in report.warnings[0]
+    assert "levels below about 0.12 threshold nothing" in report.warnings[0]
 
 
 def test_overlapping_samples_cut_where_balanced_accuracy_is_best() -> None:
@@ -161,3 +164,20 @@ def test_every_proposal_is_a_valid_scale_that_puts_the_cut_at_the_level(
     threshold = scale.score_for(level)
     assert threshold is not None and threshold == pytest.approx(reachable, abs=2e-4)
     assert 0.0 <= saturated(answerable, scale) <= 1.0
+
+
+def test_near_domain_probes_are_refused_by_their_names_or_the_threshold() -> None:
+    import dataclasses
+
+    from service.domain.calibration_report import NearProbe
+
+    near = [NearProbe(0.7, True), NearProbe(0.7, False), NearProbe(0.2, False), NearProbe(0.9, True)]
+    sampled = _sampled(_uniform(400, 0.55, 0.90, 1), _uniform(100, 0.0, 0.3, 2))
+    report = build_report(dataclasses.replace(sampled, near_domain=near))
+    assert report.near_domain_probes == 4 and report.near_domain_refused_by_names == 0.5
+    at = {p.level: p for p in report.predictions}
+    # On the current scale (0.10-0.60): the two probes their names refuse, and the one under 0.35 at level 0.5;
+    # at level 0.9 (0.55) still those three — the probe at 0.70 that names nothing foreign passes both.
+    assert at[0.5].current_near_refusal_rate == 0.75
+    assert at[0.9].current_near_refusal_rate == 0.75
+    assert report.to_dict()["probes"]["near_domain"] == 4

@@ -22,7 +22,9 @@ def format_report(report: CalibrationReport) -> str:
         f"Calibration of store {r.store_id} ({r.embedding_model}): {r.documents_sampled} of {r.documents} "
         f"documents sampled, {r.chunks} chunks",
         f"probes: {r.probes.titles} titles, {r.probes.headings} headings, {r.probes.sentences} sentences "
-        f"({r.answerable.count} answerable), {r.off_topic.count} off-topic questions",
+        f"({r.answerable.count} answerable), {r.off_topic.count} off-topic questions, "
+        f"{r.near_domain_probes} near-domain "
+        f"({_pct(r.near_domain_refused_by_names)} refused by the names they ask about)",
         "",
         "best score per probe  "
         + "".join(f"{name:>7}" for name in ("min", *(f"p{p}" for p in REPORT_PERCENTILES), "max")),
@@ -47,14 +49,15 @@ def format_report(report: CalibrationReport) -> str:
         )
     lines += [
         "",
-        "predicted       current scale                  proposed scale",
-        "  level  threshold answered refused     threshold answered refused",
+        "predicted       current scale                       proposed scale",
+        "  level  threshold answered refused near     threshold answered refused near",
     ]
     for p in r.predictions:
         lines.append(
             f"  {p.level:>5.1f}  {p.current_threshold:>9.3f} {_pct(p.current_answer_rate):>8} "
-            f"{_pct(p.current_refusal_rate):>7}     {p.proposed_threshold:>9.3f} "
-            f"{_pct(p.proposed_answer_rate):>8} {_pct(p.proposed_refusal_rate):>7}"
+            f"{_pct(p.current_refusal_rate):>7} {_pct(p.current_near_refusal_rate):>4}     "
+            f"{p.proposed_threshold:>9.3f} {_pct(p.proposed_answer_rate):>8} {_pct(p.proposed_refusal_rate):>7} "
+            f"{_pct(p.proposed_near_refusal_rate):>4}"
         )
     lines += [""] + [f"warning: {w}" for w in r.warnings]
     if r.applied:

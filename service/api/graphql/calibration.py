@@ -47,7 +47,9 @@ class ScoreScale:
         return ScoreScale(min_threshold=scale.minimum, max_threshold=scale.maximum)
 
 
-@strawberry.type(description="At one level: threshold, answerable probes answered, off-topic ones refused (0-1).")
+@strawberry.type(
+    description="At one level: threshold, answerable probes answered, off-topic and near-domain ones refused (0-1)."
+)
 class LevelRates:
     level: float
     current_threshold: float
@@ -56,6 +58,10 @@ class LevelRates:
     proposed_threshold: float
     proposed_answer_rate: float
     proposed_refusal_rate: float
+    current_near_refusal_rate: float = strawberry.field(
+        description="Near-domain probes refused now: by the threshold, or by the check of the names they ask about."
+    )
+    proposed_near_refusal_rate: float = strawberry.field(description="The same on the proposed scale.")
 
     @staticmethod
     def of(p: LevelPrediction) -> LevelRates:
@@ -67,6 +73,8 @@ class LevelRates:
             proposed_threshold=p.proposed_threshold,
             proposed_answer_rate=p.proposed_answer_rate,
             proposed_refusal_rate=p.proposed_refusal_rate,
+            current_near_refusal_rate=p.current_near_refusal_rate,
+            proposed_near_refusal_rate=p.proposed_near_refusal_rate,
         )
 
 
@@ -99,6 +107,12 @@ class CalibrationReportType:
     predictions: list[LevelRates]
     warnings: list[str]
     applied: bool = strawberry.field(description="Whether the proposed scale was stored.")
+    near_domain_probes: int = strawberry.field(
+        description="The store's headings turned toward a product it does not cover, scored like questions."
+    )
+    near_domain_refused_by_names: float = strawberry.field(
+        description="Share of them refused whatever the threshold: no candidate speaks of the name they ask about."
+    )
 
     @staticmethod
     def of(r: CalibrationReport) -> CalibrationReportType:
@@ -126,6 +140,8 @@ class CalibrationReportType:
             predictions=[LevelRates.of(p) for p in r.predictions],
             warnings=list(r.warnings),
             applied=r.applied,
+            near_domain_probes=r.near_domain_probes,
+            near_domain_refused_by_names=r.near_domain_refused_by_names,
         )
 
 

@@ -53,9 +53,13 @@ def calibration_message(admin: ModuleType, r: CalibrationReport) -> Any:
                 proposed_threshold=p.proposed_threshold,
                 proposed_answer_rate=p.proposed_answer_rate,
                 proposed_refusal_rate=p.proposed_refusal_rate,
+                current_near_refusal_rate=p.current_near_refusal_rate,
+                proposed_near_refusal_rate=p.proposed_near_refusal_rate,
             )
             for p in r.predictions
         ],
         warnings=list(r.warnings),
         applied=r.applied,
+        near_domain_probes=r.near_domain_probes,
+        near_domain_refused_by_names=r.near_domain_refused_by_names,
     )

@@ -17,7 +17,9 @@ Distinctive terms, read from the question's own spelling:
 - an identifier: an option (``--force-with-lease``), ``snake_case``,
   ``dotted.names``, ``call()``, a quoted `code span`, a program's
   subcommand named as a command ("the git sync command");
-- a year ("elected in 2024").
+- a year ("elected in 2024");
+- a name of several capitalised words, as one phrase ("Oracle RAC", "SQL
+  Server Always On"), and a name in lower camel case ("pgAdmin 4").
 
 Common words a question capitalises for emphasis or by habit ("I", "OK",
 weekday and month names, "FAQ") are not names. A term is mentioned by a text
@@ -43,7 +45,9 @@ _NOT_NAMES = frozenset(
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$|^\s*$")
 _WORD = re.compile(r"[A-Za-z][\w'’]*(?:[.+#][A-Za-z0-9][\w'’]*)*[+#]*")
 _VERSION = re.compile(r"(?<![\w.])v?\d+(?:\.\d+)+(?![\w.]*\w)")
-_NAMED_VERSION = re.compile(r"\b([A-Z][\w+#-]*)\s+(v?\d+(?:\.\d+)*)(?![\w.]*\w)")
+_NAMED_VERSION = re.compile(r"\b([A-Z][\w+#-]*|[a-z]{2,}[A-Z]\w*)\s+(v?\d+(?:\.\d+)*)(?![\w.]*\w)")
+#: Capitalised words in a row: a name of several words ("Oracle RAC", "SQL Server Always On").
+_NAME_RUN = re.compile(r"\b[A-Z][\w+#-]*(?:\s+[A-Z][\w+#-]*)+")
 _IDENTIFIER = re.compile(
     r"`([^`\n]{2,80})`"  # a code span
     r"|(?<![\w-])(--[A-Za-z][\w-]+)"  # a long option
@@ -51,6 +55,7 @@ _IDENTIFIER = re.compile(
     r"|\b([A-Za-z]\w*_\w+)\b"  # snake_case
     r"|\b(\w+)\(\)"  # a call
     r"|\b([a-z][\w-]*(?:\.[a-z][\w-]*)+)\b"  # dotted.names (config keys, files, modules)
+    r"|\b([a-z]{2,}[A-Z][A-Za-z0-9]*)\b"  # lowerCamel names: pgAdmin, pgAgent
 )
 #: A program's subcommand named as a command: "the git sync command", "`git sync`", "git-sync".
 _COMMAND = re.compile(
@@ -111,7 +116,8 @@ def distinctive_terms(question: str) -> tuple[Term, ...]:
         covered.append(match.span())
     for match in _NAMED_VERSION.finditer(question):
         name, version = match.group(1), match.group(2)
-        if _is_name(question, match.start(1), name) or "." in version or _acronym(name):
+        named = _is_name(question, match.start(1), name) or not name[:1].isupper()
+        if named or "." in version or _acronym(name):
             add(f"{name} {version}", rf"(?<![\w-]){re.escape(name)}\W{{1,3}}{re.escape(version)}(?![\w.]*\w)")
             covered.append(match.span())
     for match in _COMMAND.finditer(question):
@@ -123,6 +129,15 @@ def distinctive_terms(question: str) -> tuple[Term, ...]:
     for match in _VERSION.finditer(question):
         if not any(s <= match.start() < e for s, e in covered):
             add(match.group(), rf"(?<![\w.]){re.escape(match.group())}(?![\w.]*\w)")
+    for match in _NAME_RUN.finditer(question):
+        if any(s <= match.start() < e for s, e in covered):
+            continue
+        words = [(m.start() + match.start(), m.group()) for m in re.finditer(r"\S+", match.group())]
+        names = [_is_name(question, at, _POSSESSIVE.sub("", w)) for at, w in words]
+        acronyms = [_acronym(w) for _, w in words]
+        if all(n or a for n, a in zip(names, acronyms, strict=True)) and any(names):
+            phrase = r"\s+".join(re.escape(_POSSESSIVE.sub("", w)) for _, w in words)
+            add(" ".join(w for _, w in words), rf"(?<![\w-]){phrase}(?![\w-])")
     for match in _WORD.finditer(question):
         word = _POSSESSIVE.sub("", match.group())
         if any(s <= match.start() < e for s, e in covered) or not _is_name(question, match.start(), word):

@@ -105,13 +105,18 @@ def test_a_name_only_an_unreadable_document_mentions_is_still_refused() -> None:
         ("What does --force-with-lease protect against?", ["--force-with-lease"]),
         ("What belongs in the %files section of an RPM spec file?", ["%files"]),
         ("How do I configure the built-in git sync command?", ["git sync"]),
-        ("Who was elected Debian Project Leader in 2024?", ["2024", "Debian", "Project", "Leader"]),
+        (
+            "Who was elected Debian Project Leader in 2024?",
+            ["2024", "Debian Project Leader", "Debian", "Project", "Leader"],
+        ),
         # acronyms name kinds of things, examples and quoted values are the asker's own
         ("How can I carry commits over to it on a USB stick?", []),
         ("I have values like 'john.smith@example.com'; which function cuts a string?", []),
         ("How can every session get its own value of a setting, such as work_mem?", []),
         ("Can git remember how I resolved them?", []),
         ("What was the key technical innovation of Debian 2.1 Slink?", ["Debian 2.1", "Slink"]),
+        ("How do I set up failover for an Oracle RAC cluster?", ["Oracle RAC", "Oracle"]),
+        ("Which menu in pgAdmin 4 schedules a job with pgAgent?", ["pgAdmin", "pgAgent", "pgAdmin 4"]),
     ],
 )
 def test_distinctive_terms(question: str, terms: list[str]) -> None:

@@ -78,6 +78,7 @@ def rewrite_of(ref: str) -> Callable[[list[str], str], str]:
     spec = importlib.util.spec_from_file_location("rewrite_at_ref", folder / "rewrite_at_ref.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass in it looks its module up
     spec.loader.exec_module(module)
     return module.offline_rewrite  # type: ignore[no-any-return]
 

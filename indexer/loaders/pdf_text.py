@@ -48,6 +48,10 @@ _EDGE_NUMBER = re.compile(r"^(\d{1,5})\b|\b(\d{1,5})$")
 #: A line ending in a word broken by a hyphen: a letter, then the hyphen (not a dash "--").
 _BROKEN = re.compile(r"(?<![-‐])([^\W\d_]*[^\W\d_])[-‐\u00ad]$")
 _WORD = re.compile(r"[^\W\d_]+(?:[-‐][^\W\d_]+)*")
+#: The longest line a table of contents' entry has, and the longest word a line end breaks (both bound the work
+#: a planted line costs).
+_MAX_LEADER_CHARS = 400
+_MAX_WORD_CHARS = 100
 _LETTERS = re.compile(r"[^\W\d_]+")
 
 
@@ -84,7 +88,8 @@ def is_page_number(line: str) -> bool:
 
 def is_leader_line(line: str) -> bool:
     """A table-of-contents line with dot leaders (or a wrapped entry's leaders alone)."""
-    return bool(_LEADER.search(line))
+    # A contents line is short; a long one is no such line and is not searched (the pattern would backtrack).
+    return len(line) <= _MAX_LEADER_CHARS and bool(_LEADER.search(line))
 
 
 def clean_pages(pages: Sequence[Page], keep: Sequence[Iterable[str]] = ()) -> list[Page]:
@@ -139,7 +144,9 @@ _TITLE_TABLES = frozenset({"collaborators", "revision history"})
 _TABLE_HEADERS = (re.compile(r"\bACTION\s+NAME\s+DATE\s+SIGNATURE\b"), re.compile(r"\bNUMBER\s+DATE\s+DESCRIPTION\b"))
 _CONTENTS = frozenset({"contents", "table of contents"})
 #: A table-of-contents entry: numbering (or a capital), a title, a page number (arabic or roman).
-_TOC_ENTRY = re.compile(rf"^(?:(?:chapter|appendix|part)\s+)?(?:[A-Z]|\d+(?:\.\d+)*)\.?\s+\S.*\s(?:\d{{1,4}}|{_ROMAN})$", re.IGNORECASE)
+_TOC_ENTRY = re.compile(
+    rf"^(?:(?:chapter|appendix|part)\s+)?(?:[A-Z]|\d+(?:\.\d+)*)\.?\s+\S.*\s(?:\d{{1,4}}|{_ROMAN})$", re.IGNORECASE
+)
 
 
 #: The end of an entry: a short title with its page number ("Index 183").
@@ -304,7 +311,8 @@ def _keep_blank(lines: Page, j: int) -> bool:
 def _join(pages: list[Page], before: tuple[int, int], after: tuple[int, int], words: Counter[str]) -> bool:
     """Join the word broken at the end of line ``before`` with the start of line ``after``; whether it did."""
     first, second = pages[before[0]][before[1]], pages[after[0]][after[1]]
-    broken = _BROKEN.search(first)
+    ends_broken = first.endswith(("-", "‐", "\u00ad"))
+    broken = _BROKEN.search(first, max(0, len(first) - _MAX_WORD_CHARS)) if ends_broken else None
     tail_match = _LETTERS.match(second)
     if broken is None or tail_match is None:
         return False

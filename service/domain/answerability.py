@@ -41,6 +41,14 @@ _NOT_NAMES = frozenset(
     english
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
+#: Words that are never names, capitalised or not ("Do", "With", "The" in a title-cased question).
+_FUNCTION_WORDS = frozenset(
+    """
+    a an and are as at be by can could did do does for from has have how in into is it its may might must my
+    not of on or our should so than that the their then there these they this to was we were what when where
+    which who why will with would you your
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
 #: Words that start a clause (after a comma, a colon, a parenthesis) and are capitalised only there.
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$|^\s*$")
 _WORD = re.compile(r"[A-Za-z][\w'’]*(?:[.+#][A-Za-z0-9][\w'’]*)*[+#]*")
@@ -69,6 +77,9 @@ _EXAMPLE = re.compile(
     re.IGNORECASE,
 )
 _ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "cf"})
+#: Terms a question is held to at most, and the characters of it they are read from.
+MAX_TERMS = 12
+MAX_READ_CHARS = 1000
 _SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"“(])|\n+")
 _POSSESSIVE = re.compile(r"['’]s$")
 
@@ -93,7 +104,11 @@ class Term:
 
 
 def distinctive_terms(question: str) -> tuple[Term, ...]:
-    """The question's names, versions and identifiers, in the order they appear (see the module)."""
+    """The question's names, versions and identifiers, in the order they appear (see the module): at most
+    ``MAX_TERMS``, read from its first ``MAX_READ_CHARS`` characters (a question is short; a long one costs no
+    more than that)."""
+    question = question[:MAX_READ_CHARS]
+    shouting = _title_cased(question)
     found: dict[str, Term] = {}
     asking = _last_sentence_start(question)
 
@@ -135,15 +150,23 @@ def distinctive_terms(question: str) -> tuple[Term, ...]:
         words = [(m.start() + match.start(), m.group()) for m in re.finditer(r"\S+", match.group())]
         names = [_is_name(question, at, _POSSESSIVE.sub("", w)) for at, w in words]
         acronyms = [_acronym(w) for _, w in words]
-        if all(n or a for n, a in zip(names, acronyms, strict=True)) and any(names):
+        if not shouting and (names[0] or acronyms[0]) and any(names):
             phrase = r"\s+".join(re.escape(_POSSESSIVE.sub("", w)) for _, w in words)
             add(" ".join(w for _, w in words), rf"(?<![\w-]){phrase}(?![\w-])")
     for match in _WORD.finditer(question):
         word = _POSSESSIVE.sub("", match.group())
         if any(s <= match.start() < e for s, e in covered) or not _is_name(question, match.start(), word):
             continue
+        if shouting and not any(c.isupper() for c in word[1:]):
+            continue  # "How Do I Create A New Branch": every word has a capital, so a capital names nothing
         add(word, _word_pattern(word))
-    return tuple(found.values())
+    return tuple(found.values())[:MAX_TERMS]
+
+
+def _title_cased(question: str) -> bool:
+    """Whether most of the question's words start with a capital (a title-cased question)."""
+    words = [w for w in re.findall(r"[A-Za-z]+", question) if len(w) > 1]
+    return len(words) >= 4 and sum(w[0].isupper() for w in words) * 3 >= len(words) * 2
 
 
 def _last_sentence_start(question: str) -> int:
@@ -155,7 +178,7 @@ def _last_sentence_start(question: str) -> int:
 def _is_name(question: str, start: int, word: str) -> bool:
     """Whether ``word`` at ``start`` is spelled as a name: capitals inside, an acronym, or a capital initial
     where a sentence does not start."""
-    if word.casefold() in _NOT_NAMES or len(word) < 2:
+    if word.casefold() in _NOT_NAMES or word.casefold() in _FUNCTION_WORDS or len(word) < 2:
         return False
     letters = [c for c in word if c.isalpha()]
     if not letters or not letters[0].isupper():

@@ -32,7 +32,7 @@ _SCRIPT_SCHEME = re.compile(r"(?i)(?:javascript|vbscript|data|blob|mailto):[^\s<
 _PROTOCOL_RELATIVE = re.compile(r"(?<![A-Za-z0-9:/\\])//[A-Za-z0-9\[][^\s<>\"'`]*")
 _WWW = re.compile(r"(?i)(?<![A-Za-z0-9])www\.[^\s<>\"'`]+")
 _TRAILING = ".,;:!?'\"*_~"
-_BEFORE_SCHEME = re.compile(r"[^\s\w](?=[A-Za-z][A-Za-z0-9+.\-]*://)")
+_BEFORE_SCHEME = re.compile(r"[^\s\w](?=[A-Za-z][A-Za-z0-9+.\-]{0,31}://)")
 _NOT_LETTER = re.compile(r"[^0-9a-z]+")
 #: Letters and digits in a row of the model's texts that an allow-listed address may not carry.
 CARRIED_CHARS = 20

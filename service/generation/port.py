@@ -75,8 +75,9 @@ class Generator(ABC):
     #: Tokens of prompt + context the generator accepts.
     context_tokens: int
     #: Whether the text is quoted verbatim from the context (the extractive answerer), not written: then it is
-    #: document text shown as text — never HTML-escaped and its addresses kept — and the link policy, which
-    #: guards a model's *generated* markup, does not apply to it.
+    #: document text shown as text — never HTML-escaped and its addresses kept; the link policy, which guards a
+    #: model's *generated* markup, does not apply to it, and ``inert.inert_quotes`` keeps one quote's markup
+    #: from reaching into another's text in a client that renders markup.
     quotes_verbatim: bool = False
 
     @abstractmethod

@@ -35,6 +35,7 @@ import re
 from collections.abc import Generator, Iterable
 
 from service.generation.answer_markup import MAX_HOLD, REMOVED, Constructs, Need, last_line
+from service.generation.inert import inert_quotes
 from service.generation.link_policy import LinkPolicy, find_addresses
 
 __all__ = ["MAX_HOLD", "REMOVED", "AnswerStream", "sanitize_answer", "sanitized_stream", "verbatim_stream"]
@@ -117,10 +118,12 @@ def sanitized_stream(pieces: Iterable[str], policy: LinkPolicy) -> Generator[str
 
 
 def verbatim_stream(pieces: Iterable[str]) -> Generator[str, None, None]:
-    """``pieces`` of an answer quoted verbatim from its sources (no markup to sanitize); closing this closes
-    ``pieces`` too."""
+    """``pieces`` of an answer quoted verbatim from its sources, made inert (``inert.inert_quotes``) as one text:
+    a quote is let out whole, so no tag is judged before its end has arrived. Closing this closes ``pieces``."""
     try:
-        yield from pieces
+        text = "".join(pieces)
+        if text:
+            yield inert_quotes(text)
     finally:
         close = getattr(pieces, "close", None)
         if close is not None:

@@ -65,12 +65,15 @@ _DEFINED_TERM = re.compile(
     )$""",
     re.VERBOSE,
 )
+#: The longest line read as a defined term (a term is short; a long line is never one, and is not matched at all:
+#: the pattern's alternatives would try every split of a planted 10k-character "word").
+_MAX_TERM_CHARS = 120
 #: Terms of one definition kept as its lead (aliases: "-u", "--include-untracked", "--no-include-untracked").
 _MAX_TERMS = 4
 _LEAD_IN = re.compile(r"^[A-Z][^:]*\s[^:]*:$")
 # A candidate sentence end: terminal punctuation, closing quotes or brackets, white space,
 # then what a sentence starts with.
-SENTENCE_BOUNDARY = re.compile(r"[.!?…]+[\"'”’)\]]*\s+(?=[\"'“‘(\[`]?[A-Z0-9])")
+SENTENCE_BOUNDARY = re.compile(r"[.!?…]++[\"'”’)\]]*+\s+(?=[\"'“‘(\[`]?[A-Z0-9])")
 
 
 def _strong_code(line: str) -> bool:
@@ -184,7 +187,8 @@ def defined(parts: list[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
     out: list[tuple[str, list[str]]] = []
     terms: list[tuple[str, list[str]]] = []
     for fence, block in parts:
-        if fence == "plain" and len(block) == 1 and _DEFINED_TERM.match(block[0].strip()):
+        term = block[0].strip() if fence == "plain" and len(block) == 1 else ""
+        if term and len(term) <= _MAX_TERM_CHARS and _DEFINED_TERM.match(term):
             terms.append((fence, block))
             continue
         if terms and fence == "plain" and block_kinds(block)[0] == "prose":

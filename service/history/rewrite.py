@@ -102,7 +102,11 @@ def content_words(text: str) -> list[str]:
 def says_nothing(question: str) -> bool:
     """Whether ``question`` holds no word to search for ("hmm", "and?", "why?", "ok thanks"): alone, outside a
     conversation, it can only be answered with a random quote."""
-    return not [w for w in content_words(question) if w.casefold() not in _FILLERS]
+    words = re.findall(r"\w+", question)  # any script; a number is something to search for
+    return not [w for w in words if w.casefold() not in _IDLE]
+
+
+_IDLE = _FILLERS | _STOP
 
 
 def is_follow_up(question: str) -> bool:
@@ -175,24 +179,36 @@ def offline_rewrite(earlier: Sequence[str], question: str) -> str:
     if not earlier or not is_follow_up(question):
         return question
     present = {w.casefold() for w in _words(question)}
-    about = subject(earlier[-1])
-    thing = [w for w in about.thing if w.casefold() not in present]
+    first = earlier[-1].strip()
+    about = subject(first)
+    # A word capitalised only because it opened the earlier question is no name in the middle of this one.
+    opening = _words(first)[:1]
+    thing = [_uncapitalised(w, opening) for w in about.thing if w.casefold() not in present]
     tools = [t for t in about.tools if not all(w.casefold() in present for w in t.split())]
     action = [w for w in about.action if w.casefold() not in present] if _elliptic(question) else []
     if not (thing or tools or action):
         return question
-    carried = " ".join([*action, *thing][: max(1, MAX_CARRIED - sum(len(t.split()) for t in tools))])
+    room = max(1, MAX_CARRIED - sum(len(t.split()) for t in tools))
     body = question.strip().rstrip("?!. ")
     words = body.split(" ")
     for i, word in enumerate(words):
         key = word.casefold().strip(",;:")
-        if key in _PRONOUNS and not _determiner(words, i):
+        if key in _PRONOUNS and not _determiner(words, i) and (thing or tools):
+            # The pronoun stands for the thing (or the tools): the earlier action is not what "it" is.
             tail = word[len(word.rstrip(",;:")) :]
-            words[i] = (carried or " ".join(tools)) + tail
+            words[i] = (" ".join(thing[:room]) or " ".join(tools)) + tail
             rest = [t for t in tools if t not in words[i]]
-            return " ".join(words) + (f" with {' and '.join(rest)}" if rest else "") + "?"
-    added = " ".join(w for w in (carried, *tools) if w)
+            added = " ".join((*action, *(["with", " and ".join(rest)] if rest else [])))
+            return " ".join(words) + (f" {added}" if added else "") + "?"
+    added = " ".join(w for w in (" ".join([*action, *thing][:room]), *tools) if w)
     return f"{body} {added}?"
+
+
+def _uncapitalised(word: str, opening: list[str]) -> str:
+    """``word`` in lower case when it only opened the earlier question with a capital ("Vacation days …")."""
+    if opening and word == opening[0] and word[:1].isupper() and word[1:].islower():
+        return word.lower()
+    return word
 
 
 def _tools(words: list[str]) -> list[str]:

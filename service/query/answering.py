@@ -23,6 +23,7 @@ from service.domain.queries import (
 from service.domain.source_links import source_link
 from service.domain.threshold import Threshold
 from service.generation.citations import check_citations
+from service.generation.inert import inert_quotes
 from service.generation.link_policy import LinkPolicy
 from service.generation.port import Completion, ContextChunk, Generator, Prompt
 from service.generation.prompting import Budgeted, estimate_tokens, fit_prompt
@@ -179,7 +180,8 @@ class Answering:
         verbatim = self._generator.quotes_verbatim
         if on_text is None:
             completion = self._generator.generate(prompt)
-            return completion if verbatim else replace(completion, text=sanitize_answer(completion.text, links))
+            clean = inert_quotes(completion.text) if verbatim else sanitize_answer(completion.text, links)
+            return replace(completion, text=clean)
         pieces: list[str] = []
         produced = self._generator.stream(prompt)
         with closing(verbatim_stream(produced) if verbatim else sanitized_stream(produced, links)) as stream:

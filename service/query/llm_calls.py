@@ -7,6 +7,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 
 from service.generation.citations import CitationCheck, check_citations
+from service.generation.inert import inert_quotes
 from service.generation.link_policy import LinkPolicy
 from service.generation.port import ContextChunk, Generator, Prompt
 from service.generation.prompting import Budgeted, estimate_tokens
@@ -53,7 +54,8 @@ class LlmCalls:
             self.input_tokens += completion.input_tokens
             self.output_tokens += completion.output_tokens
             self.used_model_id = completion.model_id
-            text = completion.text if self.generator.quotes_verbatim else sanitize_answer(completion.text, links)
+            verbatim = self.generator.quotes_verbatim
+            text = inert_quotes(completion.text) if verbatim else sanitize_answer(completion.text, links)
             checked = check_citations(text, len(prompt.chunks))
             self.checks.append(checked)
             return checked.text

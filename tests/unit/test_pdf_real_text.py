@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import pytest
 
+from acl.errors import LoadError
 from indexer.loaders import load_bytes
 from indexer.loaders.pdf_text import clean_pages, drop_front_matter, page_lines
 from service.quality.evaluation import has_debris
@@ -61,3 +63,42 @@ def test_body_text_that_ends_in_a_number_is_kept() -> None:
     text = "Debian 3.1 Sarge was released in June 2005.\nIt shipped about 15400 packages in 2005\nand 11 architectures."
     pages = clean_pages([page_lines(text)])
     assert pages[0] == page_lines(text)
+
+
+def _pdf(content: bytes, pages: int) -> bytes:
+    """A minimal PDF whose ``pages`` pages all draw one Flate-compressed content stream."""
+    packed = zlib.compress(content, 9)
+    kids = " ".join(f"{4 + i} 0 R" for i in range(pages)).encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [" + kids + b"] /Count " + str(pages).encode() + b" >>",
+        b"<< /Length " + str(len(packed)).encode() + b" /Filter /FlateDecode >>\nstream\n" + packed + b"\nendstream",
+        *[
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R /Resources << /Font << /F1 "
+            + str(4 + pages).encode()
+            + b" 0 R >> >> >>"
+            for _ in range(pages)
+        ],
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
+
+
+def test_a_decompression_bomb_is_refused_before_pdfium_decodes_it() -> None:
+    # PDFium decodes without limits: a 458 KB file inflating to 150 MB cost 2.2 GB and 15 s (a reviewer's find).
+    line = b"BT /F1 12 Tf 72 700 Td (Hello world) Tj ET\n"
+    bomb = _pdf(line * (12 * 2**20 // len(line)), pages=8)  # 96 MB of page content in a small file
+    assert len(bomb) < 200_000
+    with pytest.raises(LoadError, match="cannot read PDF"):
+        load_bytes(bomb, "application/pdf", "bomb.pdf")
+    fine = load_bytes(_pdf(line, pages=1), "application/pdf", "fine.pdf")
+    assert "Hello world" in fine.text

@@ -34,7 +34,7 @@ def test_a_follow_up_gets_the_earlier_questions_subject_in_place_of_its_pronoun(
          "One of them doesn't apply. Can I skip just that one?",
          "One of mailbox full patches doesn't apply. Can I skip just that one with git am?"),
         ("How do I delete a local branch that has been merged?", "and the copy of it on the remote?",
-         "and the copy of delete local branch on the remote?"),
+         "and the copy of local branch on the remote delete?"),
         ("What does the work_mem setting limit?", "And the one used by VACUUM and index builds?",
          "And the one used by VACUUM and index builds setting work_mem?"),
     ],
@@ -90,3 +90,10 @@ def test_fit_turns_keeps_the_newest_that_fit(pairs: list[tuple[str, str]], budge
     kept = fit_turns(turns, budget, estimate_tokens)
     assert list(kept) == turns[len(turns) - len(kept) :]
     assert estimate_tokens(render_turns(kept, "x" * 16)) <= budget + 80  # the block's own header aside
+
+
+def test_a_word_that_only_opened_the_earlier_question_is_not_carried_as_a_name() -> None:
+    # Was: "and for contractors Vacation days?", and "Vacation" then a name the documents had to mention.
+    assert (
+        offline_rewrite(["Vacation days for interns?"], "and for contractors?") == "and for contractors vacation days?"
+    )

@@ -62,6 +62,8 @@ _SEMANTIC_FLOOR = 0.2
 _SEMANTIC_CHARS = 160
 #: How much a sentence that points back at nothing quotable weighs ("This shows …" after a heading).
 _ORPHAN_WEIGHT = 0.5
+#: How much a sentence of the context that is itself a question weighs.
+_QUESTION_WEIGHT = 0.3
 #: How much a sentence weighs that many chunks of the context repeat (``quote_spans.boilerplate``).
 _BOILERPLATE_WEIGHT = 0.5
 #: How much the sentence a definition starts with counts toward its later sentences' scores.
@@ -115,6 +117,8 @@ class ExtractiveGenerator(Generator):
             candidate.score *= weight
             if orphan(candidate, chunks[candidate.rank]):
                 candidate.score *= _ORPHAN_WEIGHT
+            if unit.kind == "sentence" and unit.text.rstrip().endswith("?"):
+                candidate.score *= _QUESTION_WEIGHT  # a question in the text (an FAQ heading) asks, not answers
             if unit.kind == "sentence" and " ".join(unit.text.split()).casefold() in common:
                 candidate.score *= _BOILERPLATE_WEIGHT
             if said and " ".join(unit.text.split()) in said:

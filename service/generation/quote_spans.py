@@ -10,6 +10,8 @@ announces). A sentence that would end cut short is not quoted at all.
 
 from __future__ import annotations
 
+import re
+
 from service.generation.quotes import (
     Candidate,
     Quote,
@@ -27,6 +29,9 @@ MAX_PARTS = 4
 #: Chunks of the context a sentence is repeated in to be boilerplate.
 BOILERPLATE_CHUNKS = 3
 _SENTENCE_ENDS = frozenset(".!?\"'”:")
+#: A section number with at least one dot inside ("5.15.5 ", "3.7.2. "), and the words a numbered heading has.
+_NUMBERED_HEADING = re.compile(r"^\d+(?:\.\d+)+\.?\s+\S")
+_HEADING_WORDS = 16
 
 
 def quotable(candidate: Candidate) -> bool:
@@ -36,6 +41,8 @@ def quotable(candidate: Candidate) -> bool:
         return len(unit.text.strip()) >= 4
     sentence = unit.lines[0]
     words = sentence.split()
+    if _NUMBERED_HEADING.match(sentence) and len(words) <= _HEADING_WORDS:
+        return False  # "5.15.5 How long must a package be maintained …?": a section's title, not its answer
     return len(sentence) >= 12 and (sentence.rstrip()[-1:] in _SENTENCE_ENDS or len(words) >= 8)
 
 

@@ -183,3 +183,20 @@ def test_quoted_text_is_never_html_escaped_and_keeps_its_addresses() -> None:
     assert "Create a new branch named <new-branch> starting at <start-point>" in switch and "&lt;" not in switch
     guide = w.ask("u", VectorQuery("s", "Where is the newer tutorial for Debian maintainers?")).answer or ""
     assert "(https://www.debian.org/doc/devel-manuals#debmake-doc)" in guide and "link removed" not in guide
+
+
+def test_a_numbered_section_title_is_never_the_answer() -> None:
+    # Debian's Developer's Reference (PDF): a question-shaped section title was quoted as the answer.
+    text = (
+        "5.15.5 How long must a package be maintained when uploaded to stable-backports?\n\n"
+        "Packages in stable-backports should be maintained for the whole lifetime of the stable release."
+    )
+    assert answer("How long must a backported package be maintained?", text).startswith("Packages in stable-backports")
+
+
+def test_a_question_in_the_text_yields_to_the_sentence_that_answers_it() -> None:
+    text = (
+        "How long must a package be maintained when uploaded to stable-backports?\n\n"
+        "Packages in stable-backports should be maintained for the whole lifetime of the stable release."
+    )
+    assert answer("How long must a backported package be maintained?", text).startswith("Packages in stable-backports")

@@ -22,6 +22,7 @@ from pypdf import PasswordType, PdfReader
 from acl.errors import LoadError
 from indexer.documents import MAX_TITLE_CHARS, LoadedDocument
 from indexer.loaders.base import DocumentBuilder, one_line, unreadable
+from indexer.loaders.pdf_front import drop_front_matter
 from indexer.loaders.pdf_text import Page, clean_pages, heading_key, normalise, page_lines
 
 CONTENT_TYPE = "application/pdf"
@@ -78,7 +79,7 @@ def load_pdf(data: bytes, name: str) -> LoadedDocument:
     keep: list[set[str]] = [set() for _ in texts]
     for entry in outline:
         keep[entry.page].add(heading_key(entry.title))
-    pages = clean_pages([page_lines(text) for text in texts], keep)
+    pages = clean_pages([drop_front_matter(page_lines(text)) for text in texts], keep)
     builder = DocumentBuilder(name, CONTENT_TYPE)
     _lay_out(builder, pages, outline)
     fallback = _first_line_title(pages) or next((e.title for e in outline), None)

@@ -29,7 +29,7 @@ Page = list[str]
 EDGE_LINES = 3
 _DIGITS = re.compile(r"\d+")
 _SPACES = re.compile(r"[\s\u00a0]+")
-_ROMAN = r"(?=[mdclxvi])m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})"
+ROMAN = _ROMAN = r"(?=[mdclxvi])m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})"
 _LOWER_ROMAN = re.compile(_ROMAN)
 _UPPER_ROMAN = re.compile(r"(?=[IVX]{2})X{0,3}(?:IX|IV|V?I{0,3})")
 _ROMAN_EDGE = re.compile(rf"^{_ROMAN}\b|\b{_ROMAN}$")
@@ -106,84 +106,10 @@ def clean_pages(pages: Sequence[Page], keep: Sequence[Iterable[str]] = ()) -> li
     earlier: set[str] = set()  # outline headings of the pages before: a chapter's title repeated as its header
     for i, lines in enumerate(pages):
         protected = set(keep[i]) if i < len(keep) else set()
-        body = drop_front_matter(edges.strip(i, list(lines), protected, earlier))
+        body = edges.strip(i, list(lines), protected, earlier)
         cleaned.append([line for line in body if not is_leader_line(line)])
         earlier |= protected
     return repair_hyphenation(cleaned)
-
-
-def drop_front_matter(lines: Page) -> Page:
-    """A page without the tables a typesetter prints for paper: DocBook's title-page "COLLABORATORS" and
-    "REVISION HISTORY" tables (dblatex, asciidoc's a2x), and a table of contents whose entries end in page
-    numbers with no dot leaders (PDFium does not print the leaders as text)."""
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        line = normalise(lines[i])
-        if line in _TITLE_TABLES and _table_header_follows(lines, i):
-            i = _end_of_block(lines, i)
-            continue
-        if line in _CONTENTS and _toc_follows(lines, i + 1):
-            i += 1
-            while i < len(lines) and (not lines[i] or _in_toc(lines, i)):
-                i += 1
-            continue
-        out.append(lines[i])
-        i += 1
-    # A page of the contents that goes on from the page before (no "Contents" heading on it).
-    texted = [j for j, line in enumerate(out) if line]
-    in_toc = [j for j in texted if _in_toc(out, j)]
-    if len(in_toc) >= 5 and len(in_toc) * 5 >= len(texted) * 4:
-        drop = set(in_toc)
-        out = [line for j, line in enumerate(out) if j not in drop]
-    return out
-
-
-#: What opens a DocBook title-page table, and the header row that proves it is one.
-_TITLE_TABLES = frozenset({"collaborators", "revision history"})
-_TABLE_HEADERS = (re.compile(r"\bACTION\s+NAME\s+DATE\s+SIGNATURE\b"), re.compile(r"\bNUMBER\s+DATE\s+DESCRIPTION\b"))
-_CONTENTS = frozenset({"contents", "table of contents"})
-#: A table-of-contents entry: numbering (or a capital), a title, a page number (arabic or roman).
-_TOC_ENTRY = re.compile(
-    rf"^(?:(?:chapter|appendix|part)\s+)?(?:[A-Z]|\d+(?:\.\d+)*)\.?\s+\S.*\s(?:\d{{1,4}}|{_ROMAN})$", re.IGNORECASE
-)
-
-
-#: The end of an entry: a short title with its page number ("Index 183").
-_TOC_TAIL = re.compile(rf"^[A-Z][^.]{{0,80}}\s(?:\d{{1,4}}|{_ROMAN})$")
-
-
-def _table_header_follows(lines: Page, at: int) -> bool:
-    return any(any(h.search(line) for h in _TABLE_HEADERS) for line in lines[at + 1 : at + 6])
-
-
-def _end_of_block(lines: Page, at: int) -> int:
-    """Past the table at ``at``: up to the blank line after its header row (a revision table's rows too)."""
-    i = at + 1
-    while i < len(lines) and not any(h.search(lines[i]) for h in _TABLE_HEADERS[1:]) and lines[i]:
-        i += 1
-    # the revision history's header row and its rows, down to the next blank line
-    while i < len(lines) and lines[i]:
-        i += 1
-    return i
-
-
-def _in_toc(lines: Page, at: int) -> bool:
-    """An entry of the table of contents at ``at``, or a wrapped entry's first line (the entry follows)."""
-    line = lines[at].strip()
-    if is_leader_line(line):
-        return True
-    if len(line.split()) > 16 or line.endswith("."):
-        return False
-    if _TOC_ENTRY.match(line) or _TOC_TAIL.match(line):
-        return True
-    after = next((other.strip() for other in lines[at + 1 : at + 3] if other), "")
-    return bool(_TOC_ENTRY.match(after) or _TOC_TAIL.match(after) or is_leader_line(after))
-
-
-def _toc_follows(lines: Page, at: int) -> bool:
-    entries = [line for line in lines[at : at + 6] if line]
-    return len(entries) >= 3 and sum(bool(_TOC_ENTRY.match(line.strip())) for line in entries) >= len(entries) - 1
 
 
 class _Edges:

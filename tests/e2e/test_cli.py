@@ -143,7 +143,7 @@ def test_bad_input_is_one_line_and_non_zero(data_dir: Path) -> None:
 
 def test_settings_level_changes_threshold(data_dir: Path) -> None:
     run(data_dir, "settings", "set", "acme", "--level", "0.2")
-    assert ask(data_dir, "alice")["threshold"] == pytest.approx(0.1 + 0.2 * 0.5)
+    assert ask(data_dir, "alice")["threshold"] == pytest.approx(0.0 + 0.2 * 0.7)  # the default scale 0.00-0.70
     shown = json.loads(run(data_dir, "settings", "show", "acme", "--json").stdout)
     assert shown["level"] == 0.2
     run(data_dir, "settings", "set", "acme", "--level", "0.5")

@@ -80,7 +80,8 @@ def test_graphql_conversation_history_feedback_and_revocation(served: tuple[App,
     assert SECRET_TEXT in " ".join(c["text"] for c in first["chunks"])  # alice is in hr: she reads executive-pay
     conversation = first["conversationId"]
     follow = _gql(served, ASK, "alice", {"q": "and for executives?", "c": conversation})["data"]["vectorQuery"]
-    assert follow["conversationId"] == conversation and follow["rewrittenQuestion"] == "and for executives days paid?"
+    assert follow["conversationId"] == conversation
+    assert follow["rewrittenQuestion"] == "and for executives days paid vacation?"
 
     # another user, an admin (without the audit role), an unknown id: NOT_FOUND, the same words
     for user, roles in (("bob", {}), ("root", {"admin": True})):

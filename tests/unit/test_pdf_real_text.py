@@ -9,7 +9,8 @@ import pytest
 
 from acl.errors import LoadError
 from indexer.loaders import load_bytes
-from indexer.loaders.pdf_text import clean_pages, drop_front_matter, page_lines
+from indexer.loaders.pdf_front import drop_front_matter
+from indexer.loaders.pdf_text import clean_pages, page_lines
 from service.quality.evaluation import has_debris
 
 pytestmark = pytest.mark.unit

@@ -11,6 +11,7 @@ URL) come only from the environment or files, never from the YAML file.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import typing
@@ -744,6 +745,30 @@ class ServerConfig(_Section):
     graphql_max_tokens: int = Field(2000, ge=50, le=100_000)
     #: Most aliases in one GraphQL document (bounds fan-out).
     graphql_max_aliases: int = Field(15, ge=1, le=1000)
+    #: Reverse proxies in front of the HTTP port, trusted to name the client (X-Forwarded-For, -Proto): IP
+    #: addresses or networks (``10.0.0.0/8``), or ``*`` for every peer (only when nothing else reaches the
+    #: port). Empty (the default): the headers are ignored and a caller is known by its connection's address,
+    #: which the per-address rate limit keys on.
+    forwarded_allow_ips: tuple[str, ...] = ()
+
+    @field_validator("forwarded_allow_ips", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        if isinstance(value, str):  # "10.0.0.1, 10.0.0.2", as uvicorn's --forwarded-allow-ips takes it
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _proxy_addresses(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            if entry == "*":
+                continue
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an IP address, a network (10.0.0.0/8) or *") from None
+        return value
 
     @field_validator("metrics_token")
     @classmethod

@@ -3,7 +3,8 @@
 A folder handed to ``docqa index`` may hold entries planted by anyone who can
 write to it: a symbolic link to the JWT secret, to ``/proc/self/environ`` or to
 a stricter folder; a FIFO that blocks the reader forever; a name with a
-newline that no manifest rule can match. So the scan never follows a link
+newline that no manifest rule can match, or with an invisible zero-width or
+bidi character that makes it look like a name a rule does match. So the scan never follows a link
 (file or folder), reads only regular files, opens every path component
 relative to the folder with ``O_NOFOLLOW`` (a component swapped for a link
 after the scan is refused, not followed), and names every entry it refuses,
@@ -50,13 +51,13 @@ class ScanResult:
 
 
 def shown(name: str) -> str:
-    """``name`` printable on one line: control characters and undecodable bytes escaped."""
+    """``name`` printable on one line: control and invisible format characters and undecodable bytes escaped."""
     out: list[str] = []
     for char in name:
         code = ord(char)
         if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape)
             out.append(f"\\x{code - 0xDC00:02x}")
-        elif unicodedata.category(char) in ("Cc", "Cs", "Zl", "Zp") or char == "\\":
+        elif unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zl", "Zp") or char == "\\":
             out.append(char.encode("unicode_escape").decode("ascii"))
         else:
             out.append(char)
@@ -71,6 +72,10 @@ def name_problem(name: str) -> str | None:
         return "file name is not valid UTF-8 (no ACL rule can match it)"
     if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in name):
         return "file name holds a control character (no ACL rule can match it)"
+    # Zero-width characters and bidi controls (Unicode Cf): "finance\u200b" looks like "finance" to whoever
+    # writes or reads the manifest, yet no "finance/**" rule matches it, so its files would fall to a wider rule.
+    if any(unicodedata.category(c) == "Cf" for c in name):
+        return "file name holds an invisible format character (no ACL rule can match it reliably)"
     return None
 
 

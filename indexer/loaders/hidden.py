@@ -17,6 +17,9 @@ Markdown file), these are removed:
 - elements matched by a rule of the page's own ``<style>`` sheets that hides
   them the same way (top-level rules with selectors soupsieve understands;
   rules inside ``@media`` and other at-rules are left alone).
+
+The loaders also drop ``<script>``, ``<style>``, ``<template>`` and ``<noscript>`` with their content,
+in a page and in Markdown alike (a block of raw HTML, or inline in a paragraph).
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@ _VOID = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 )
 _SPACES = re.compile(r"[ \t]+")
+#: Elements whose content no reader sees (code, style sheets, inert templates, fallbacks for browsers without
+#: scripts): dropped with their content. A browser reads ``<script/>`` as an opening tag, and so do we.
+RAW_TEXT_ELEMENTS = ("script", "style", "template", "noscript")
 
 
 def _parser() -> MarkdownIt:
@@ -73,7 +76,12 @@ def _walk(tokens: Sequence[Token], builder: DocumentBuilder) -> None:
 
 
 def _inline_text(token: Token) -> str:
-    """The visible text of an ``inline`` token: no emphasis, link or HTML markup, nothing hidden."""
+    """The visible text of an ``inline`` token: no emphasis, link or HTML markup, nothing hidden.
+
+    Hidden: the content of a hidden element (``hidden.py``) and of ``<script>``, ``<style>``, ``<template>``
+    and ``<noscript>``, in any letter case, nested or not; one left open hides the rest of its paragraph.
+    A code span is text a reader sees, ``<script>`` or not.
+    """
     parts: list[str] = []
     hidden: list[str] = []  # names of the open inline HTML elements from a hidden one inwards
     for child in token.children or ():
@@ -99,14 +107,19 @@ def _track_hidden(source: str, hidden: list[str]) -> None:
     if closing:
         if name in hidden:
             del hidden[len(hidden) - 1 - hidden[::-1].index(name) :]
-    elif not self_closing and name not in _VOID and (hidden or opens_hidden(source)):
-        hidden.append(name)
+    else:
+        # A raw-text element hides what follows until its closing tag, or the end of the paragraph.
+        opens = name in RAW_TEXT_ELEMENTS or (
+            not self_closing and name not in _VOID and (hidden or opens_hidden(source))
+        )
+        if opens:
+            hidden.append(name)
 
 
 def _strip_tags(source: str) -> str:
     """Raw HTML reduced to its visible text: hidden elements and comments removed, spaces collapsed."""
     soup = BeautifulSoup(source, "html.parser")
     remove_hidden(soup)
-    for tag in soup.find_all(("script", "style", "template", "noscript")):
+    for tag in soup.find_all(RAW_TEXT_ELEMENTS):
         tag.decompose()
     return _SPACES.sub(" ", soup.get_text(" "))

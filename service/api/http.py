@@ -33,6 +33,7 @@ from graphql import GraphQLError, OperationType, get_operation_ast, parse
 from service.api.errors import bounded_message
 from service.api.graphql.rate_limit import RateLimitedGraphQL, verified_identity
 from service.api.graphql.schema import GraphQLServices, RequestContext, build_schema, public_error
+from service.api.proxy_headers import proxy_options
 from service.api.tls import describe, uvicorn_tls_options
 from service.api.web.headers import SecurityHeaders
 from service.api.web.pages import console_routes, graphiql_page
@@ -293,7 +294,8 @@ def start_http(services: GraphQLServices, host: str | None = None, port: int | N
     host = host or config.host
     if services.app.settings.web.dev_login and host not in LOOPBACK_HOSTS:
         raise ConfigurationError(f"web.dev_login is on: serve on a loopback address, not {host}")
-    server = _serve(build_http_app(services), host, port, "docqa-http", uvicorn_tls_options(config.tls))
+    options = {**uvicorn_tls_options(config.tls), **proxy_options(config.forwarded_allow_ips)}
+    server = _serve(build_http_app(services), host, port, "docqa-http", options)
     metrics = "" if config.metrics_port is not None else ", /metrics"
     log.info("HTTP (GraphQL%s, health) listening on port %d (%s)", metrics, server.port, describe(config.tls, "http"))
     return server
@@ -307,15 +309,15 @@ def start_metrics(services: GraphQLServices, host: str | None = None, port: int 
         if config.metrics_port is None:
             raise ValueError("server.metrics_port is not set")
         port = config.metrics_port
-    server = _serve(build_metrics_app(services), host or config.host, port, "docqa-metrics", {})
+    server = _serve(build_metrics_app(services), host or config.host, port, "docqa-metrics", proxy_options(()))
     log.info("metrics and health listening on port %d (plaintext)", server.port)
     return server
 
 
-def _serve(app: ASGIApp, host: str, port: int, name: str, tls: dict[str, Any]) -> HttpServer:
+def _serve(app: ASGIApp, host: str, port: int, name: str, options: dict[str, Any]) -> HttpServer:
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off", **tls))
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off", **options))
     thread = threading.Thread(target=server.run, name=name, daemon=True)
     thread.start()
     while not server.started:

@@ -8,7 +8,8 @@
   a finite number in [0, 1] (the dense ranking has the rest).
 - ``source_base_url``: None, or the ``http(s)`` URL that indexed paths are
   joined to so a remote user gets a link: a host, at most 2,000 characters, no
-  user name or password, no query, no fragment, no space or control character.
+  user name or password, no query, no fragment, no space, control or invisible
+  character, no quote, angle bracket, backtick, backslash, brace, ``|`` or ``^``.
 
 Each is checked here, whichever way it comes (CLI, gRPC, GraphQL, configuration).
 """
@@ -21,7 +22,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from acl.errors import InvalidArgument
-from service.domain.store_settings import unsafe_character
+from service.domain.source_links import base_url_problem
 
 FUSION_METHODS = ("rrf", "weighted", "dense", "lexical")
 #: Placeholders until ``bench/quality.py`` measures the defaults.
@@ -66,8 +67,9 @@ def validate_source_base_url(value: object) -> str | None:
         raise InvalidArgument(f"source_base_url must be a string, got {type(value).__name__}")
     if len(value) > MAX_SOURCE_BASE_URL_CHARS:
         raise InvalidArgument(f"source_base_url is longer than {MAX_SOURCE_BASE_URL_CHARS} characters")
-    if unsafe_character(value) is not None or any(ch.isspace() for ch in value):
-        raise InvalidArgument("source_base_url must not contain spaces or control characters")
+    problem = base_url_problem(value)
+    if problem is not None:  # spaces, control and invisible characters, quotes, angle brackets, ...
+        raise InvalidArgument(problem)
     try:
         parts = urlsplit(value)
         parts.port  # noqa: B018 - raises ValueError for a bad port

@@ -7,6 +7,12 @@ bucket is the verified user's; callers without a valid token share their
 network address's bucket (the request itself then fails UNAUTHENTICATED,
 unless unauthenticated calls are allowed). The verified identity is handed on
 to the request's context, so the token is checked once.
+
+The network address is the connection's own; the client a proxy names in
+``X-Forwarded-For`` replaces it only when that proxy is one of
+``server.forwarded_allow_ips`` (uvicorn rewrites the request's client before
+this wrapper sees it; ``service.api.proxy_headers``). With none configured,
+a caller cannot pick a fresh address per request to leave its bucket.
 """
 
 from __future__ import annotations

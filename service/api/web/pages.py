@@ -27,7 +27,9 @@ from starlette.types import Scope
 from acl.errors import DocQAError, InvalidArgument
 from service.api.errors import public_message
 from service.api.graphql.schema import GraphQLServices
+from service.api.web.static_paths import resolve_asset, route_path
 from service.config import LOOPBACK_HOSTS
+from service.domain.authorization import AdminOperation, may
 from service.security.tokens import Identity, mint_token
 
 log = logging.getLogger("docqa.web")
@@ -80,12 +82,14 @@ class _ConsoleFiles(StaticFiles):
         self._services = services
 
     async def get_response(self, path: str, scope: Scope) -> Response:
-        name = path.replace("\\", "/").lstrip("./")
-        if name.endswith(".html"):
+        # Resolved from the decoded request path itself, not from ``path`` (normalised, "../static/x" kept).
+        asset = await asyncio.to_thread(resolve_asset, STATIC, route_path(scope), _ADMIN_ASSETS)
+        if asset is None:
             raise HTTPException(404)
-        if name in _ADMIN_ASSETS:
+        path = asset.name
+        if asset.admin_only:
             identity = await _cookie_identity(self._services, Request(scope))
-            if identity is None or not identity.is_admin:
+            if not may(identity, AdminOperation.OPEN_ADMIN_CONSOLE):
                 raise HTTPException(404)
             response = await super().get_response(path, scope)
             response.headers.update(_ADMIN_HEADERS)
@@ -110,7 +114,7 @@ def _admin(services: GraphQLServices) -> Any:
         identity = await _cookie_identity(services, request)
         if identity is None:
             name, status = "signin-required.html", 401
-        elif not identity.is_admin:
+        elif not may(identity, AdminOperation.OPEN_ADMIN_CONSOLE):
             name, status = "forbidden.html", 403
         else:
             name, status = "admin.html", 200

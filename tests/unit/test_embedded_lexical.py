@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from acl.model import Acl
@@ -121,22 +122,22 @@ def test_the_query_is_quoted_words_only() -> None:
     assert fulltext.match_expression(['a"b']) == '"a""b"'
 
 
-@pytest.mark.parametrize("among", [True, False], ids=["ranked-alone", "read-past"])
+@pytest.mark.parametrize("among", [True, False], ids=["their-postings", "all-postings-masked"])
 def test_a_narrow_filter_still_gets_k(index: EmbeddedIndex, monkeypatch: pytest.MonkeyPatch, among: bool) -> None:
-    """1 % readable, every readable row ranked below every other: ranked alone (a temporary table joined to
-    the full-text index), or, with that path off, read past the others in one ranked query."""
+    """1 % readable, every readable row ranked below every other by FTS5's bm25() over all rows: SQLite hands
+    back the readable rows' postings alone, or, with that path off, every posting, masked in numpy."""
     if not among:
         monkeypatch.setattr(embedded_lexical, "AMONG_ROWS", 0)
     queries: list[bool] = []
-    real = embedded_sqlite.ranked
+    real = embedded_sqlite.phrase_postings
 
     def spy(
-        conn: sqlite3.Connection, match: str, limit: int, only: list[int] | None = None
-    ) -> Iterator[list[tuple[int, float]]]:
+        conn: sqlite3.Connection, phrases: list[list[str]], only: list[int] | None
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
         queries.append(only is not None)
-        return real(conn, match, limit, only)
+        return real(conn, phrases, only)
 
-    monkeypatch.setattr(embedded_sqlite, "ranked", spy)
+    monkeypatch.setattr(embedded_sqlite, "phrase_postings", spy)
     vectors = random_vectors(1500, seed=6)
     index.upsert(
         STORE,
@@ -154,12 +155,11 @@ def test_a_narrow_filter_still_gets_k(index: EmbeddedIndex, monkeypatch: pytest.
     hits = index.lexical(STORE, "harbour", 10, acl_filter(["group:few"]))
     assert ids(hits) == [f"d{row:04d}#0" for row in range(7, 1500, 100)][:10]  # equal scores: by chunk id
     assert len(index.lexical(STORE, "harbour", 100, acl_filter(["group:few"]))) == 15
-    assert queries == [among, among]  # 15 readable rows: the first, bounded pass read them all
-    # group:many is most of the store: never ranked alone. Its 1485 rows tie, so no bounded pass can tell
-    # which 20 come first by chunk id: the second pass reads every matching row.
+    assert queries == [among, among]
+    # group:many is most of the store: all postings are read, the few rows' masked out. Its 1485 rows tie.
     many = index.lexical(STORE, "harbour", 20, acl_filter(["group:many"]))
     assert ids(many) == [f"d{row:04d}#0" for row in range(1500) if row % 100 != 7][:20]
-    assert len(queries) == 4 and not any(queries[2:])  # a bounded pass, then all rows at once on the tie
+    assert queries[2:] == [False]
 
 
 def test_the_first_pass_reads_only_what_k_needs(index: EmbeddedIndex, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -167,11 +167,9 @@ def test_the_first_pass_reads_only_what_k_needs(index: EmbeddedIndex, monkeypatc
     limits: list[int] = []
     real = embedded_sqlite.ranked
 
-    def spy(
-        conn: sqlite3.Connection, match: str, limit: int, only: list[int] | None = None
-    ) -> Iterator[list[tuple[int, float]]]:
+    def spy(conn: sqlite3.Connection, match: str, limit: int) -> Iterator[list[tuple[int, float]]]:
         limits.append(limit)
-        return real(conn, match, limit, only)
+        return real(conn, match, limit)
 
     monkeypatch.setattr(embedded_sqlite, "ranked", spy)
     vectors = random_vectors(400, seed=9)

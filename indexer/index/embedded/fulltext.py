@@ -48,12 +48,6 @@ _OBJECTS = ("chunks_fts", "chunks_fts_insert", "chunks_fts_delete", "chunks_fts_
 
 _SCORE = f"bm25(chunks_fts, {', '.join(str(w) for w in WEIGHTS)})"
 _RANKED = f"SELECT rowid, {_SCORE} AS score FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?"
-# CROSS JOIN keeps FTS5 the outer loop (the other order re-reads every doclist per row); bm25() is computed for
-# the rows that pass the join only.
-_RANKED_AMONG = (
-    f"SELECT chunks_fts.rowid, {_SCORE} AS score FROM chunks_fts CROSS JOIN temp.lexical_among AS a"
-    " ON a.seq = chunks_fts.rowid WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?"
-)
 #: Rows of one ranked query read back at a time.
 BATCH = 512
 
@@ -85,25 +79,13 @@ def match_expression(terms: Sequence[str]) -> str:
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
 
 
-def ranked(
-    conn: sqlite3.Connection, match: str, limit: int, among: Sequence[int] | None = None
-) -> Generator[list[tuple[int, float]], None, None]:
-    """Batches of (seq, BM25 score > 0) of the best ``limit`` rows matching ``match``, best first; ``among``:
-    of these seqs only (scored alone: cheaper than all matches while they are a small share of them).
+def ranked(conn: sqlite3.Connection, match: str, limit: int) -> Generator[list[tuple[int, float]], None, None]:
+    """Batches of (seq, BM25 score > 0) of the best ``limit`` rows matching ``match``, best first.
 
     FTS5 scores and sorts every row it ranks before the first comes back; the caller reads only as many
-    batches as it needs. ``among`` goes into a temporary table inside a transaction that is rolled back.
+    batches as it needs.
     """
-    if among is None:
-        yield from _batches(conn.execute(_RANKED, (match, limit)))
-        return
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS lexical_among (seq INTEGER PRIMARY KEY)")
-    conn.execute("BEGIN")
-    try:
-        conn.executemany("INSERT INTO temp.lexical_among (seq) VALUES (?)", ((int(seq),) for seq in among))
-        yield from _batches(conn.execute(_RANKED_AMONG, (match, limit)))
-    finally:
-        conn.execute("ROLLBACK")
+    yield from _batches(conn.execute(_RANKED, (match, limit)))
 
 
 def _batches(cursor: sqlite3.Cursor) -> Generator[list[tuple[int, float]], None, None]:

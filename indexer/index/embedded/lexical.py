@@ -1,23 +1,31 @@
-"""Lexical (BM25) search in the embedded index: FTS5's ranking, the in-memory filter mask decides.
+"""Lexical (BM25) search in the embedded index, over what the caller may read and with its statistics.
+
+BM25's statistics (the row count, the average row length, the rows that hold
+each word) are those of the rows that pass the filter, which carries the
+caller's access: the caller's hits, their order and their scores are exactly
+those of an index holding only the rows the caller may read, so a document
+the caller cannot read moves nothing they see.
 
 Where the store keeps an in-memory copy of its full-text index (``docqa serve``;
 ``lexicon``, ``lexicon_keeper``) that holds exactly the store's rows, the copy
-ranks: the same scores as FTS5, every readable matching row scored in numpy,
-no ``MAX_RANKED`` bound. Otherwise FTS5 ranks, as follows.
+ranks: FTS5's formula in numpy over the postings of the readable rows, every
+readable matching row scored, no ``MAX_RANKED`` bound. Otherwise:
 
-The filter is applied inside the search, as ``knn`` applies it. When few rows
-pass it (at most a quarter of the store), FTS5 ranks those rows alone (their
-seqs in a temporary table joined to the full-text index), so a caller who may
-read 0.5 % of a store pays for that 0.5 %. Otherwise FTS5 ranks every row that
-holds a word of the question and they are read back in batches, each mapped to
-its in-memory row (a sorted seq → row index kept per row-table state) and kept
-only where the filter's mask allows it. Either way reading stops once ``k``
-rows passed and no later row can tie with the last; rows that fail the filter
-never count toward ``k``, so ``k`` hits come back whenever ``k`` readable rows
-match. The work is bounded: at most ``MAX_QUERY_TERMS`` words
-(``lexical.query_terms``) and ``MAX_RANKED`` ranked rows; FTS5 scores every row
-it ranks before the first comes back, so the cost grows with the readable rows
-that hold a word of the question (``bench/lexical.py``).
+- when every live row passes the filter, FTS5's own ``bm25()`` ranks (its
+  statistics are then the caller's) and the rows are read back in batches,
+  mapped to their in-memory rows (a sorted seq → row index kept per row-table
+  state); reading stops once ``k`` rows are read and no later row can tie with
+  the last. At most ``MAX_RANKED`` rows are ranked;
+- when the filter leaves rows out, the question's postings and the rows'
+  lengths are read from FTS5's index (``postings``; the lengths kept per
+  row-table state) and scored in numpy like the copy. When few rows pass the
+  filter (at most a quarter of the store), SQLite hands back the postings of
+  those rows alone, so Python's work follows the readable rows.
+
+Either way at most ``MAX_QUERY_TERMS`` words (``lexical.query_terms``) are
+searched, rows that fail the filter never count toward ``k`` (``k`` hits come
+back whenever ``k`` readable rows match) and ties are ordered by chunk id
+(``bench/lexical.py`` measures the cost).
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ import numpy.typing as npt
 from acl.errors import IndexUnavailable, InvalidArgument, NotFound
 from indexer.index.embedded.filters import filter_mask
 from indexer.index.embedded.fulltext import match_expression
-from indexer.index.embedded.lexicon import phrase_tokens
+from indexer.index.embedded.lexicon import Floats, bm25, phrase_tokens, readable_stats, word_tokens
 from indexer.index.embedded.rows import Mask, Rows, RowTable
 from indexer.index.embedded.sqlite import ChunkTable
 from indexer.index.embedded.store import OpenStore
@@ -44,10 +52,10 @@ from indexer.index.port import SearchHit
 
 #: Ranked rows read at most for one search (past them, a narrow filter may get fewer than k).
 MAX_RANKED = 200_000
-#: Up to this many rows, and this share of the live rows, the rows passing the filter are ranked alone.
+#: Up to this many rows, and this share of the live rows, only the postings of the rows passing the filter are read.
 AMONG_ROWS = 50_000
 AMONG_SHARE = 0.25
-#: Rows beyond ``k`` the first ranking pass asks for (more when the filter passes fewer rows).
+#: Rows beyond ``k`` the first FTS5 ranking pass asks for.
 FIRST_PASS_SPARE = 16
 #: Up to this many rows tied at the k-th score are ordered by chunk id in Python; more, by a cached rank.
 TIED_IN_PYTHON = 512
@@ -57,6 +65,7 @@ _Ranked = list[tuple[int, int, float]]  # (row, seq, score)
 
 _id_rank: weakref.WeakKeyDictionary[RowTable, tuple[tuple[int, int], Rows]] = weakref.WeakKeyDictionary()
 _by_seq: weakref.WeakKeyDictionary[RowTable, tuple[tuple[int, int, int], Rows, Rows]] = weakref.WeakKeyDictionary()
+_sizes_of: weakref.WeakKeyDictionary[RowTable, tuple[tuple[int, int, int], Floats]] = weakref.WeakKeyDictionary()
 _by_seq_lock = threading.Lock()
 
 
@@ -81,8 +90,10 @@ def lexical_search(store: OpenStore, store_id: str, text: str, k: int, filter_: 
             store.last_lexical = "fts5" if found is None else "memory"
             records = {}
             with store.db_lock:
-                if found is None:
-                    found = _ranked_allowed(store.table, rows, mask, match, k)
+                if found is None and int(np.count_nonzero(mask)) == len(_seq_index(rows)[0]):
+                    found = _ranked_all(store.table, rows, match, k)
+                elif found is None:
+                    found = _ranked_readable(store.table, rows, mask, terms, k)
                 if found is not None:
                     # Each hit carries a copy of its vector (for the cosine), made while the read lock holds the rows.
                     vectors = {seq: rows.vectors[row].copy() for row, seq, _ in found}
@@ -103,7 +114,37 @@ def _from_lexicon(store: OpenStore, rows: RowTable, mask: Mask, terms: list[str]
     lexicon = store.lexicons.lexicon_for(seqs_sorted, (rows.generation, rows.n, rows.dead))
     if lexicon is None:
         return None
-    scores = lexicon.scores(tokens)
+    readable = mask[rows_sorted]
+    scores = lexicon.scores(tokens, None if readable.all() else readable)
+    return _best(scores, seqs_sorted, rows_sorted, rows, mask, k)
+
+
+def _ranked_readable(table: ChunkTable, rows: RowTable, mask: Mask, terms: list[str], k: int) -> _Ranked | None:
+    """The best ``k`` (row, seq, score) passing ``mask``, scored from FTS5's postings with the statistics of
+    the rows passing ``mask`` alone (``postings``); None when FTS5 and the rows in memory differ (the
+    database changed since the rows were loaded)."""
+    seqs_sorted, rows_sorted = _seq_index(rows)
+    sizes = _sizes(table, rows, seqs_sorted)
+    if sizes is None:
+        return None
+    readable = mask[rows_sorted]
+    allowed = np.flatnonzero(mask)
+    among = None
+    if len(allowed) <= AMONG_ROWS and len(allowed) <= AMONG_SHARE * len(seqs_sorted):
+        among = rows.seqs[allowed].tolist()  # few readable rows: FTS5 hands back theirs only
+    phrases = []
+    for seqs, weighted in table.phrase_postings([word_tokens(term) for term in terms], among):
+        at = np.minimum(np.searchsorted(seqs_sorted, seqs), max(len(seqs_sorted) - 1, 0))
+        if len(seqs) and not np.array_equal(seqs_sorted[at], seqs):
+            return None
+        kept = readable[at]
+        phrases.append((at[kept], weighted[kept]))
+    return _best(bm25(phrases, sizes, readable_stats(sizes, readable)), seqs_sorted, rows_sorted, rows, mask, k)
+
+
+def _best(scores: Floats, seqs_sorted: Rows, rows_sorted: Rows, rows: RowTable, mask: Mask, k: int) -> _Ranked:
+    """The best ``k`` (row, seq, score) of ``scores`` (per row in ``seqs_sorted`` order; 0: no match) that pass
+    ``mask``, ties by chunk id."""
     hits = np.flatnonzero(scores > 0.0)
     hits = hits[mask[rows_sorted[hits]]]
     if len(hits) > k:  # the rows above the k-th score, then the tied ones with the smallest chunk ids
@@ -143,47 +184,31 @@ def kth_largest(values: npt.NDArray[np.float64], k: int) -> float:
     return float(np.partition(rest, len(rest) - (k - above))[len(rest) - (k - above)])
 
 
-def _ranked_allowed(table: ChunkTable, rows: RowTable, mask: Mask, match: str, k: int) -> _Ranked | None:
-    """The best ``k`` (row, seq, score) passing ``mask``, ties by chunk id; None when a ranked row is not in
-    memory (the database changed since the rows were loaded).
+def _ranked_all(table: ChunkTable, rows: RowTable, match: str, k: int) -> _Ranked | None:
+    """The best ``k`` (row, seq, score) of every live row (the caller may read them all: FTS5's statistics are
+    the caller's), ties by chunk id; None when a ranked row is not in memory (the database changed since the
+    rows were loaded).
 
     FTS5 sorts every matching row, but with a small ``LIMIT`` it keeps only the best ones while it scores
     (a bounded sort), which costs about half of a full sort here. So the first pass asks for the rows ``k``
-    needs at the share of rows the filter passes, with room to spare; a pass that could not decide (too
-    many ranked rows were unreadable, or the last kept row may tie with the next) asks again: for four
-    times as many rows when it was short of readable ones, for all of them (``MAX_RANKED``) on a tie.
+    needs, with room to spare; a pass that could not decide (the last kept row may tie with the next) asks
+    again for all of them (``MAX_RANKED``).
     """
     seqs_sorted, rows_sorted = _seq_index(rows)
-    allowed = np.flatnonzero(mask)
-    among = None
-    if len(allowed) <= AMONG_ROWS and len(allowed) <= AMONG_SHARE * len(seqs_sorted):
-        among = rows.seqs[allowed].tolist()  # few readable rows: rank those alone
-        share = 1.0
-    else:
-        share = len(allowed) / max(len(seqs_sorted), 1)
-    limit = min(MAX_RANKED, int((k + FIRST_PASS_SPARE) / max(share, 1e-6) * 1.5) + 1)
+    limit = min(MAX_RANKED, int((k + FIRST_PASS_SPARE) * 1.5) + 1)
     while True:
-        with closing(table.ranked(match, limit, among)) as batches:  # its transaction ends here, read or not
-            found, decided = _kept(batches, seqs_sorted, rows_sorted, rows, mask, k, limit)
+        with closing(table.ranked(match, limit)) as batches:  # its transaction ends here, read or not
+            found, decided = _kept(batches, seqs_sorted, rows_sorted, rows, k, limit)
         if found is None or decided or limit >= MAX_RANKED:
             return found
-        # Short of readable rows: four times as many. Enough of them but tied with the rows after the
-        # last one read (formulaic texts tie in bulk): all of them at once, not pass after pass.
-        limit = MAX_RANKED if len(found) >= k else min(MAX_RANKED, limit * 4)
+        limit = MAX_RANKED  # tied with the rows after the last one read (formulaic texts tie in bulk)
 
 
 def _kept(
-    batches: Iterator[list[tuple[int, float]]],
-    seqs_sorted: Rows,
-    rows_sorted: Rows,
-    rows: RowTable,
-    mask: Mask,
-    k: int,
-    limit: int,
+    batches: Iterator[list[tuple[int, float]]], seqs_sorted: Rows, rows_sorted: Rows, rows: RowTable, k: int, limit: int
 ) -> tuple[_Ranked | None, bool]:
-    """The best ``k`` of ``limit`` ranked rows that pass ``mask``, and whether they are the best of all
-    matching rows (all of them were read, or a row scored below the k-th kept one); (None, True) when a
-    ranked row is not in memory."""
+    """The best ``k`` of ``limit`` ranked rows, and whether they are the best of all matching rows (all of
+    them were read, or a row scored below the k-th kept one); (None, True) when a ranked row is not in memory."""
     kept: _Ranked = []
     read = 0
     for batch in batches:
@@ -196,8 +221,7 @@ def _kept(
         for (seq, score), row in zip(batch, found.tolist(), strict=True):
             if len(kept) >= k and score < kept[k - 1][2]:
                 return _by_score_then_id(kept, rows)[:k], True
-            if mask[row]:
-                kept.append((row, seq, score))
+            kept.append((row, seq, score))
     return _by_score_then_id(kept, rows)[:k], read < limit
 
 
@@ -218,6 +242,24 @@ def _seq_index(rows: RowTable) -> tuple[Rows, Rows]:
     with _by_seq_lock:
         _by_seq[rows] = (state, seqs_sorted, rows_sorted)
     return seqs_sorted, rows_sorted
+
+
+def _sizes(table: ChunkTable, rows: RowTable, seqs_sorted: Rows) -> Floats | None:
+    """The live rows' lengths in tokens (``seqs_sorted`` order), kept while the row table is unchanged; None
+    when FTS5 does not hold every live row (the database changed since the rows were loaded)."""
+    state = (rows.generation, rows.n, rows.dead)
+    with _by_seq_lock:
+        cached = _sizes_of.get(rows)
+    if cached is not None and cached[0] == state:
+        return cached[1]
+    seqs, sizes = table.row_sizes()
+    at = np.minimum(np.searchsorted(seqs, seqs_sorted), max(len(seqs) - 1, 0))
+    if len(seqs_sorted) and (not len(seqs) or not np.array_equal(seqs[at], seqs_sorted)):
+        return None
+    sizes = sizes[at]
+    with _by_seq_lock:
+        _sizes_of[rows] = (state, sizes)
+    return sizes
 
 
 def _id_ranks(rows: RowTable) -> Rows:

@@ -14,6 +14,9 @@ private in-memory FTS5 table with the same tokenizer), so the tokens are the
 ones FTS5 would match. The score is FTS5's formula (``fts5_aux.c``, k1 1.2,
 b 0.75, IDF floored at 1e-6) evaluated in the same order in float64, so it is
 the same number, and ties are ordered by chunk id as ``lexical`` orders them.
+Given the rows a caller may read, the statistics (row count, average length,
+rows per token) are computed over those rows alone: the scores FTS5 would
+give in an index holding only them (``bm25``, shared with ``postings``).
 """
 
 from __future__ import annotations
@@ -29,18 +32,19 @@ import numpy as np
 import numpy.typing as npt
 
 from indexer.index.embedded.fulltext import COLUMNS, TOKENIZER, WEIGHTS
+from indexer.index.embedded.rows import Mask
 
 K1 = 1.2  # FTS5's bm25() constants
 B = 0.75
 _IDF_FLOOR = 1e-6
 
-_COLUMN_WEIGHT = " ".join(f"WHEN '{column}' THEN {weight!r}" for column, weight in zip(COLUMNS, WEIGHTS, strict=True))
-_VOCAB = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.lexicon_vocab USING fts5vocab(main, chunks_fts, instance)"
+COLUMN_WEIGHT = " ".join(f"WHEN '{column}' THEN {weight!r}" for column, weight in zip(COLUMNS, WEIGHTS, strict=True))
+VOCAB = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.lexicon_vocab USING fts5vocab(main, chunks_fts, instance)"
 # One row per token: its rows' seqs, token counts and weighted frequencies as aligned comma-separated lists
 # (parsed in numpy, not row by row in Python: the inner query's rows are the store's (token, row) pairs).
 _POSTINGS = f"""
     SELECT term, group_concat(doc), group_concat(n), group_concat(f) FROM (
-        SELECT term, doc, count(*) AS n, sum(CASE col {_COLUMN_WEIGHT} ELSE 1.0 END) AS f
+        SELECT term, doc, count(*) AS n, sum(CASE col {COLUMN_WEIGHT} ELSE 1.0 END) AS f
         FROM temp.lexicon_vocab GROUP BY term, doc
     ) GROUP BY term
 """
@@ -48,6 +52,7 @@ _PAIRS = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.lexicon_rows USING fts5vocab(m
 
 Floats = npt.NDArray[np.float64]
 Positions = npt.NDArray[np.int32]
+Indices = npt.NDArray[np.int32] | npt.NDArray[np.int64]  # rows, as positions in ``seqs``
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,24 +81,70 @@ class Lexicon:
         """Its size as a budget counts it (``budget_size``)."""
         return budget_size(self.postings, len(self.spans))
 
-    def scores(self, tokens: Sequence[str]) -> Floats:
+    def scores(self, tokens: Sequence[str], readable: Mask | None = None) -> Floats:
         """Per row (``seqs`` order), FTS5's bm25() of the query whose phrases are ``tokens``, negated
-        back to higher-is-better; 0.0 where no token occurs."""
-        rows = len(self.seqs)
-        scores = np.zeros(rows, np.float64)
-        for token in tokens:
-            start, end = self.spans.get(token, (0, 0))
-            hits = end - start
-            if hits == 0:
-                continue  # FTS5 adds idf * 0.0: nothing
-            idf = math.log((rows - hits + 0.5) / (hits + 0.5))
-            if idf <= 0.0:
-                idf = _IDF_FLOOR
+        back to higher-is-better; 0.0 where no token occurs. ``readable`` (per row): only those rows are
+        scored, and the statistics (row count, average length, rows per token) are theirs, as FTS5 would
+        compute them over an index holding only them."""
+        if readable is None:
+            stats = Bm25Stats(len(self.seqs), self.avgdl)
+            phrases = [(self.positions[start:end], self.freqs[start:end]) for start, end in self._spans(tokens)]
+            return bm25(phrases, self.sizes, stats, self.norms)
+        stats = readable_stats(self.sizes, readable)
+        allowed = np.flatnonzero(readable)
+        phrases = []
+        for start, end in self._spans(tokens):
             at = self.positions[start:end]
-            freq = self.freqs[start:end].astype(np.float64)
-            # fts5Bm25Function: idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))), in this order.
-            scores[at] += idf * ((freq * (K1 + 1.0)) / (freq + self.norms[at]))
-        return scores
+            if len(at) > len(allowed):  # the readable rows looked up among the token's (ascending) rows
+                found = np.minimum(np.searchsorted(at, allowed), len(at) - 1)
+                found = found[at[found] == allowed]
+                phrases.append((at[found], self.freqs[start:end][found]))
+            else:  # the token's rows that are readable
+                kept = readable[at]
+                phrases.append((at[kept], self.freqs[start:end][kept]))
+        return bm25(phrases, self.sizes, stats)
+
+    def _spans(self, tokens: Sequence[str]) -> list[tuple[int, int]]:
+        return [self.spans.get(token, (0, 0)) for token in tokens]
+
+
+@dataclass(frozen=True, slots=True)
+class Bm25Stats:
+    """What bm25() reads of the whole index: its rows and their average length in tokens."""
+
+    rows: int
+    avgdl: float
+
+
+def readable_stats(sizes: Floats, readable: Mask) -> Bm25Stats:
+    """The statistics of an index holding only the ``readable`` rows (``sizes``: each row's length)."""
+    rows = int(np.count_nonzero(readable))
+    total = float(sizes[readable].sum())  # integers: exact in any order below 2**53
+    return Bm25Stats(rows, total / rows if rows else 1.0)
+
+
+def bm25(
+    phrases: Sequence[tuple[Indices, npt.NDArray[np.float32] | Floats]],
+    sizes: Floats,
+    stats: Bm25Stats,
+    norms: Floats | None = None,
+) -> Floats:
+    """Per row of ``sizes``, FTS5's bm25() of a query with one phrase per ``phrases`` entry (the rows that
+    hold it, each once, and its weighted frequency there), negated to higher-is-better; the same float as
+    FTS5 (its operations in its order). ``norms``: ``Lexicon.norms`` when ``stats`` are the whole index's."""
+    scores = np.zeros(len(sizes), np.float64)
+    for at, weighted in phrases:
+        hits = len(at)
+        if hits == 0:
+            continue  # FTS5 adds idf * 0.0: nothing
+        idf = math.log((stats.rows - hits + 0.5) / (hits + 0.5))
+        if idf <= 0.0:
+            idf = _IDF_FLOOR
+        freq = weighted.astype(np.float64)
+        norm = norms[at] if norms is not None else K1 * ((1 - B) + B * sizes[at] / stats.avgdl)
+        # fts5Bm25Function: idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))), in this order.
+        scores[at] += idf * ((freq * (K1 + 1.0)) / (freq + norm))
+    return scores
 
 
 #: What one distinct token costs in a ``Lexicon``, in (token, row) pairs (its dict entry and span: ~200 bytes).
@@ -114,7 +165,7 @@ def postings_in(conn: sqlite3.Connection) -> int:
 
 def read_lexicon(conn: sqlite3.Connection) -> Lexicon:
     """The store's FTS5 index as one read transaction sees it (call inside one)."""
-    conn.execute(_VOCAB)
+    conn.execute(VOCAB)
     seqs = np.fromiter((int(row[0]) for row in conn.execute("SELECT id FROM chunks_fts_docsize")), np.int64)
     seqs.sort()
     spans: dict[str, tuple[int, int]] = {}
@@ -128,9 +179,10 @@ def read_lexicon(conn: sqlite3.Connection) -> Lexicon:
         if not len(seqs) or not np.array_equal(seqs[at], held):
             raise sqlite3.DatabaseError("the full-text index names rows it does not size")  # FTS5 answers
         at = at.astype(np.int32)
-        parts_at.append(at)
-        parts_n.append(_numbers(counts))
-        parts_f.append(_numbers(freqs).astype(np.float32))
+        order = np.argsort(at, kind="stable")  # each token's rows ascending (``scores`` searches them)
+        parts_at.append(at[order])
+        parts_n.append(_numbers(counts)[order])
+        parts_f.append(_numbers(freqs).astype(np.float32)[order])
         spans[str(term)] = (start, start + len(at))
         start += len(at)
     positions = np.concatenate(parts_at) if parts_at else np.zeros(0, np.int32)

@@ -29,6 +29,7 @@ from indexer.index.attributes import from_millis, frozen_metadata, metadata_pair
 from indexer.index.embedded import changes
 from indexer.index.embedded.fulltext import ensure_fulltext, ranked
 from indexer.index.embedded.lexicon import Lexicon, postings_in, read_lexicon
+from indexer.index.embedded.postings import phrase_postings, row_sizes
 from indexer.index.embedded.rows import RowAttributes
 from indexer.index.embedded.saved_rows import ChangeMark
 from indexer.index.port import ChunkRecord, Vector
@@ -424,12 +425,20 @@ class ChunkTable:
         finally:
             conn.close()
 
-    def ranked(
-        self, match: str, limit: int, among: Sequence[int] | None = None
-    ) -> Generator[list[tuple[int, float]], None, None]:
-        """Batches of (seq, BM25 score) of the best ``limit`` rows for the FTS5 query ``match``, ``among``
-        these seqs if given (``fulltext.ranked``)."""
-        return ranked(self._conn, match, limit, among)
+    def row_sizes(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """Every row's seq (sorted) and length in tokens, as FTS5's ``bm25()`` reads it (``postings``)."""
+        return row_sizes(self._conn)
+
+    def phrase_postings(
+        self, phrases: Sequence[Sequence[str]], among: Sequence[int] | None
+    ) -> list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]:
+        """Per phrase, its rows' seqs and weighted frequencies, ``among`` these seqs if given (``postings``)."""
+        return phrase_postings(self._conn, phrases, among)
+
+    def ranked(self, match: str, limit: int) -> Generator[list[tuple[int, float]], None, None]:
+        """Batches of (seq, BM25 score) of the best ``limit`` rows for the FTS5 query ``match``
+        (``fulltext.ranked``)."""
+        return ranked(self._conn, match, limit)
 
     @contextmanager
     def _write(self) -> Iterator[None]:

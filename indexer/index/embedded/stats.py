@@ -25,4 +25,4 @@ class EmbeddedStats:
     graph_adoptions: int = 0  # graphs another process saved, adopted while the store was open
     lexicon_reads: int = 0  # copies of the full-text index read into memory (``lexicon_keeper``)
     lexicon_pairs: int = 0  # (token, chunk) pairs in the newest copy; 0: none
-    last_lexical: str | None = None  # where the last BM25 search ranked: "memory" or "fts5"
+    last_lexical: str | None = None  # where the last BM25 search read the postings: "memory" or "fts5"

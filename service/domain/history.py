@@ -1,9 +1,11 @@
 """A user's history of answered queries, their conversations and their ratings: the rules, once.
 
 An entry is what one query left behind: the question as asked, the question searched, the answer and the
-sources it cited. It belongs to its user alone. What a reader is shown of it is decided when it is read
-(``shown``): every cited document is checked against the ACL in force today, and an entry that cited a
-document its reader can no longer read loses its answer text and that source, and says so.
+sources it cited, with the version of every document its text draws on (``versions``). It belongs to its
+user alone. What a reader is shown of it is decided when it is read (``shown``): every cited document is
+checked against the ACL in force today and against its version today. An entry that cited a document its
+reader cannot read loses its answer text (and its rating's comment) and that source, and says so; an entry
+whose documents changed since keeps its answer for its asker alone, marked ``changed``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -31,6 +33,12 @@ NO_SUCH_QUERY = "query not found"
 NO_SUCH_CONVERSATION = "conversation not found"
 #: What a server-minted id looks like (a UUID); anything else is unknown by construction.
 _ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+#: Why an answer (and its rating's comment) is withheld from its reader: shown in every view and the export.
+WITHHELD_REVOKED = "withheld: a cited document is no longer readable"
+WITHHELD_UNREADABLE = "withheld: you cannot read a cited document"
+WITHHELD_CHANGED = "withheld: a cited document has changed since this answer"
+#: What the asker is told of their own answer when a document it quoted changed (or went) since.
+CHANGED_NOTE = "a cited document has changed since this answer: it quotes an earlier version"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +71,10 @@ class HistoryEntry:
     #: The documents (of the same store) behind the earlier answers of its conversation that its prompt
     #: quoted, and behind what those quoted, and so on: the answer text may restate any of them.
     quoted_document_ids: tuple[str, ...] = ()
+    #: The version (the catalog's content hash) of every document in ``depends_on`` as the answer quoted it,
+    #: sorted by document id; "" for a version that could not be told. None: kept before versions were
+    #: (revision 0006), so never current.
+    versions: tuple[tuple[str, str], ...] | None = None
 
     @property
     def document_ids(self) -> tuple[str, ...]:
@@ -74,15 +86,42 @@ class HistoryEntry:
         """Every document the answer text may draw on: the cited ones, then those behind the quoted turns."""
         return tuple(dict.fromkeys((*self.document_ids, *self.quoted_document_ids)))
 
+    def current(self, today: Mapping[str, str]) -> bool:
+        """Whether every document the answer draws on is, in ``today``'s versions (document id -> content hash
+        of the documents that exist now), still the version it quoted."""
+        if self.versions is None:
+            return False
+        quoted = dict(self.versions)
+        return all(quoted.get(d) and today.get(d) == quoted[d] for d in self.depends_on)
+
+
+def merged_versions(*parts: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """One entry's versions from several reads of them: a document read in two different versions gets ""
+    (it is never current, so the answer is withheld from everyone but its asker)."""
+    out: dict[str, str] = {}
+    for part in parts:
+        for document, version in part.items():
+            out[document] = version if out.get(document, version) == version else ""
+    return tuple(sorted(out.items()))
+
 
 @dataclass(frozen=True, slots=True)
 class ShownEntry:
-    """An entry as its reader may see it today: ``sources_revoked`` when a cited document is no longer
-    readable, and then without its answer text and without that document's sources."""
+    """An entry as its reader may see it today: ``sources_revoked`` when a cited document is not readable by
+    them, and then without that document's sources; ``changed`` when a document it quoted changed or went
+    since (told to a reader who may read them all); ``withheld`` why the answer text and the rating's comment
+    are left out (None when they are shown)."""
 
     entry: HistoryEntry
     sources_revoked: bool
     rating: Feedback | None = None
+    changed: bool = False
+    withheld: str | None = None
+
+    @property
+    def comment(self) -> str | None:
+        """The rating's comment as this reader may see it ("" when withheld); None when not rated."""
+        return None if self.rating is None else self.rating.comment
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,11 +200,37 @@ def parse_rating(rating: Any, comment: Any) -> tuple[Rating, str]:
     return word, text
 
 
-def shown(entry: HistoryEntry, readable: Iterable[str]) -> ShownEntry:
-    """``entry`` as a reader who may read exactly ``readable`` of its documents sees it today."""
+def shown(entry: HistoryEntry, readable: Iterable[str], *, current: bool = False, owner: bool = False) -> ShownEntry:
+    """``entry`` as a reader who may read exactly ``readable`` of its documents sees it today.
+
+    ``current``: every document it draws on is still the version it quoted (``HistoryEntry.current``);
+    ``owner``: the reader is its asker. The answer is shown only when the reader may read every document it
+    draws on, and, to anyone but its asker, only when they are all still the version quoted: a reader who may
+    read a document today never learns through history what it said before. Its asker is told that it changed.
+    """
     allowed = frozenset(readable)
-    if all(d in allowed for d in entry.depends_on):
-        return ShownEntry(entry, sources_revoked=False)
+    revoked = not all(d in allowed for d in entry.depends_on)
+    # "changed" of a document the reader cannot read would say something about it: told only otherwise.
+    changed = not current and not revoked
+    if revoked:
+        reason: str | None = WITHHELD_REVOKED if owner else WITHHELD_UNREADABLE
+    else:
+        reason = WITHHELD_CHANGED if changed and not owner else None
+    if reason is None:
+        return ShownEntry(entry, sources_revoked=False, changed=changed)
     kept = tuple(s for s in entry.sources if s.document_id in allowed)
     quoted = tuple(d for d in entry.quoted_document_ids if d in allowed)
-    return ShownEntry(replace(entry, answer=None, sources=kept, quoted_document_ids=quoted), sources_revoked=True)
+    versions = None if entry.versions is None else tuple(v for v in entry.versions if v[0] in allowed)
+    return ShownEntry(
+        replace(entry, answer=None, sources=kept, quoted_document_ids=quoted, versions=versions),
+        sources_revoked=revoked,
+        changed=changed,
+        withheld=reason,
+    )
+
+
+def rated(entry: ShownEntry, rating: Feedback | None) -> ShownEntry:
+    """``entry`` with its rating; the comment, part of the answer it rates, withheld with it ("")."""
+    if rating is not None and entry.withheld is not None:
+        rating = replace(rating, comment="")
+    return replace(entry, rating=rating)

@@ -10,7 +10,7 @@ from service.history.conversations import Conversations
 from service.history.recheck import Recheck
 from service.history.rewrite import CondensingRewriter, OfflineRewriter, Rewriter
 from service.history.service import HistoryService
-from service.persistence.history_ports import HistoryRepository
+from service.persistence.history_ports import DocumentVersions, HistoryRepository
 from service.persistence.ports import SettingsRepository
 
 
@@ -24,9 +24,20 @@ def sql_history(repository: SettingsRepository) -> HistoryRepository:
     return SqlHistoryRepository(engine)
 
 
+def document_versions(repository: SettingsRepository) -> DocumentVersions:
+    """The versions of the catalog's documents, read from the settings repository's own database."""
+    from service.persistence.sql_history_versions import SqlDocumentVersions
+
+    engine = getattr(repository, "engine", None)
+    if engine is None:
+        raise ConfigurationError("the settings repository handed in keeps no SQL catalog")
+    return SqlDocumentVersions(engine)
+
+
 def recheck(repository: SettingsRepository) -> Recheck:
-    """The access re-check of old answers: the directory and the authoritative ACLs of the settings database."""
-    return Recheck(repository, AccessChecker(repository))
+    """The re-check of old answers: the directory, the authoritative ACLs and the document versions of the
+    settings database."""
+    return Recheck(repository, AccessChecker(repository), document_versions(repository))
 
 
 def build_conversations(settings: Settings, repository: SettingsRepository, generator: Generator) -> Conversations:

@@ -3,8 +3,10 @@
 ``begin`` runs before any search: it checks that the named conversation is the caller's (unknown and
 another user's read the same: NotFound; an auditor may read conversations, not continue them), rewrites a
 follow-up from the earlier questions, and picks the earlier turns the prompt may quote — only those whose
-every cited document the caller may still read, so a revoked answer never reaches the language model again.
-``record`` keeps the answered query in the caller's history.
+every cited document the caller may still read, in the version they quoted, so a revoked or outdated answer
+never reaches the language model again. ``record`` keeps the answered query in the caller's history with the
+version of every document its text draws on: those of the chunks it cited, as their text was read, and those
+of the turns it quoted.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from datetime import UTC, datetime
 
 from acl.errors import NotFound
 from service.domain.analysis import Comparison, Summary
-from service.domain.history import NO_SUCH_CONVERSATION, CitedSource, HistoryEntry, known_id
+from service.domain.history import NO_SUCH_CONVERSATION, CitedSource, HistoryEntry, known_id, merged_versions
 from service.domain.queries import NO_ANSWER_GENERATED, NO_RELEVANT_DOCUMENT, Answer, Caller, SourceChunk
 from service.generation.turns import EarlierTurn
 from service.history.recheck import Recheck
@@ -38,6 +40,8 @@ class Turn:
     earlier: tuple[EarlierTurn, ...]
     #: The documents behind the quoted earlier turns (``HistoryEntry.quoted_document_ids`` of this turn).
     quoted: tuple[str, ...] = ()
+    #: Their versions, as the quoted turns quoted them (all current when the turn began).
+    quoted_versions: tuple[tuple[str, str], ...] = ()
 
 
 class Conversations:
@@ -79,18 +83,22 @@ class Conversations:
             searched,
             tuple(EarlierTurn(e.question, e.answer or "") for e in quoted),
             documents,
+            merged_versions(*(dict(e.versions or ()) for e in quoted)),
         )
 
     def _quotable(self, caller: Caller, entries: Sequence[HistoryEntry]) -> list[HistoryEntry]:
         """The earlier turns the prompt may quote: answered, and every document their answer draws on (cited, or
         behind a turn they quoted in turn) still readable. Only turns of the queried store are quoted, so that
-        what a turn draws on is always in its own store, where it is checked again whenever it is read."""
+        what a turn draws on is always in its own store, where it is checked again whenever it is read. A turn
+        whose documents changed since is not quoted either: the model would restate what they no longer say."""
         readable = self._recheck.readable(caller, entries)
+        current = self._recheck.current(entries)
         return [
             e
             for e in entries
             if e.answer is not None
             and e.answer not in _NOT_ANSWERS
+            and e.query_id in current
             and all(d in readable.get(e.store_id, frozenset()) for d in e.depends_on)
         ]
 
@@ -110,6 +118,10 @@ class Conversations:
         not name them); the entry depends on every one of ``documents``, so revoking any redacts it.
         ``keep``: where the entry goes instead of being committed here, as for ``record``.
         """
+        # The documents were read whole: their version now, unless a cited chunk shows that it changed meanwhile.
+        versions = merged_versions(
+            self._recheck.versions_now(store_id, documents), self._recheck.quoted_versions(store_id, result.sources)
+        )
         (keep or self._history.record)(
             HistoryEntry(
                 query_id=result.query_id,
@@ -125,6 +137,7 @@ class Conversations:
                 threshold=None,
                 created_at=self._now(),
                 quoted_document_ids=tuple(dict.fromkeys(documents)),
+                versions=versions,
             )
         )
 
@@ -141,6 +154,8 @@ class Conversations:
 
         ``keep``: where the entry goes instead of being committed here (the audited servers write it in one
         transaction with the query's audit row)."""
+        quoted = turn.quoted_versions if answer.llm_called else ()
+        versions = merged_versions(dict(quoted), self._recheck.quoted_versions(store_id, answer.chunks))
         (keep or self._history.record)(
             HistoryEntry(
                 query_id=answer.query_id,
@@ -157,6 +172,7 @@ class Conversations:
                 created_at=self._now(),
                 # What the prompt quoted, only when the generator saw it (a search-only turn quoted nothing).
                 quoted_document_ids=turn.quoted if answer.llm_called else (),
+                versions=versions,
             )
         )
         return replace(answer, conversation_id=turn.conversation_id, rewritten_question=turn.rewritten)

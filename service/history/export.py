@@ -10,24 +10,28 @@ What the eval format can say honestly, and so what is written:
   unanswerable would be a guess, so it is written as a commented-out entry marked ``needs review``, with
   the comment, for a person to complete — ``docqa eval`` skips it until then.
 
-Sources pass the same re-check as the feedback listing: the admin's own rights today, so an export never
-names a document the admin cannot read. Nothing of a redacted answer's text is written (none is kept here).
+Entries pass the same re-check as the feedback listing: the admin's own rights today and the versions the
+answers quoted. A rating whose answer is withheld from the admin (a cited document they cannot read, or one
+changed since) is left out, comment and all, and the file says how many were and why. Document ids the
+question or comment names that the admin may not read are written as ``[withheld document]``, so an export
+never names a document its reader cannot read.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 
 import yaml
 
-from acl.checker import AccessChecker
-from acl.directory import GroupDirectory
 from service.domain.history import MAX_PAGE, Feedback, ShownEntry
 from service.domain.queries import Caller
 from service.history.service import HistoryService
 
 _TOKEN = re.compile(r"[^\s,;\"'()<>\[\]{}]+")
+#: What stands for a document id the exporting admin may not read.
+WITHHELD_DOCUMENT = "[withheld document]"
 
 
 def _named_documents(comment: str) -> list[str]:
@@ -38,20 +42,24 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def export_feedback(
-    history: HistoryService,
-    directory: GroupDirectory,
-    checker: AccessChecker,
-    admin: Caller,
-    store_id: str,
-) -> str:
-    """The question file (YAML text) of ``store_id``'s ratings, as ``admin`` may see them."""
-    principals = admin.principals(directory, store_id)
+def _without_unreadable(text: str, unreadable: frozenset[str]) -> str:
+    if not unreadable:
+        return text
+    return _TOKEN.sub(lambda m: WITHHELD_DOCUMENT if m.group(0).rstrip(".:!?") in unreadable else m.group(0), text)
+
+
+def export_feedback(history: HistoryService, admin: Caller, store_id: str) -> str:
+    """The question file (YAML text) of ``store_id``'s ratings, as ``admin`` may see them (admin only)."""
     questions: list[dict[str, object]] = []
     reviews: list[str] = []
+    left_out: Counter[str] = Counter()
     for feedback, shown in _all(history, admin, store_id):
+        if shown.withheld is not None:
+            left_out[shown.withheld] += 1
+            continue
         entry = shown.entry
-        question = entry.rewritten_question or entry.question
+        asked = entry.rewritten_question or entry.question
+        question = _without_unreadable(asked, history.documents_named(admin, store_id, _named_documents(asked))[1])
         ident = f"fb-{entry.query_id}"
         if feedback.rating == "UP":
             documents = list(entry.document_ids)
@@ -59,12 +67,15 @@ def export_feedback(
                 questions.append({"id": ident, "question": question, "documents": documents})
             continue
         named = _named_documents(feedback.comment)
-        expected = checker.readable(store_id, principals, named) if named else frozenset()
+        expected, unreadable = history.documents_named(admin, store_id, named)
         if expected:
             questions.append({"id": ident, "question": question, "documents": [d for d in named if d in expected]})
         else:
-            reviews.append(_review(ident, question, feedback))
+            comment = _without_unreadable(feedback.comment, unreadable)
+            reviews.append(_review(ident, question, comment))
     text = f"# Ratings of store {store_id} exported by docqa feedback export; read by docqa eval.\n"
+    text += f"# Left out: {sum(left_out.values())} rated answers"
+    text += "".join(f"; {count} {why}" for why, count in sorted(left_out.items())) + ".\n"
     text += str(yaml.safe_dump({"questions": questions}, sort_keys=False, allow_unicode=True, width=1000))
     if reviews:
         text += "# needs review: down-voted answers whose comment names no readable document.\n"
@@ -73,11 +84,11 @@ def export_feedback(
     return text
 
 
-def _review(ident: str, question: str, feedback: Feedback) -> str:
+def _review(ident: str, question: str, comment: str) -> str:
     entry = str(yaml.safe_dump([{"id": ident, "question": question}], allow_unicode=True, width=1000))
     lines = [f"# {line}" for line in entry.splitlines()]
-    if feedback.comment:
-        lines.append(f"#   # comment: {_one_line(feedback.comment)}")
+    if comment:
+        lines.append(f"#   # comment: {_one_line(comment)}")
     return "\n".join(lines)
 
 

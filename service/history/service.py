@@ -1,18 +1,20 @@
 """What a user does with their history, and an admin with the ratings: list, read, delete, rate, purge.
 
 Every entry leaves through ``Recheck``: its cited documents are checked against today's ACL for the reader
-(the owner, an auditor, an admin reading ratings), never for the user who asked. Unknown and another
+(the owner, an auditor, an admin reading ratings), never for the user who asked, and against the versions
+it quoted; a rating's comment is shown only with the answer it rates. Unknown and another
 user's query or conversation read the same (NotFound), and nothing is changed for them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from acl.errors import NotFound, PermissionDenied
+from acl.errors import NotFound
+from service.domain.authorization import AdminOperation, require_admin
 from service.domain.history import (
     NO_SUCH_CONVERSATION,
     NO_SUCH_QUERY,
@@ -23,6 +25,7 @@ from service.domain.history import (
     page_size,
     parse_cursor,
     parse_rating,
+    rated,
 )
 from service.domain.queries import Caller
 from service.history.recheck import Recheck
@@ -42,6 +45,7 @@ class EntryPage:
 class FeedbackPage:
     """One page of a store's ratings, newest first, each entry as the admin reading it may see it."""
 
+    #: Each rating as the entry it rates is shown: its comment "" when the answer is withheld.
     items: tuple[tuple[Feedback, ShownEntry], ...]
     next_cursor: str | None
 
@@ -113,8 +117,7 @@ class HistoryService:
 
     def feedback(self, admin: Caller, store_id: Any, first: Any = None, after: str | None = None) -> FeedbackPage:
         """A store's ratings, newest first (admin only), each entry re-checked against the admin's own rights."""
-        if not admin.is_admin:
-            raise PermissionDenied("this operation needs the admin role")
+        require_admin(admin, AdminOperation.READ_FEEDBACK)
         size = page_size(first)
         position = parse_cursor(after)
         if not isinstance(store_id, str) or self._stores.get_store(store_id) is None:
@@ -122,10 +125,15 @@ class HistoryService:
         rows = self._history.feedback(store_id, size + 1, position)
         more = len(rows) > size
         rows = rows[:size]
-        shown = self._recheck.show(admin, [entry for _, entry in rows])
+        shown = [rated(s, f) for (f, _), s in zip(rows, self._recheck.show(admin, [e for _, e in rows]), strict=True)]
         cursor = Position(rows[-1][0].created_at, rows[-1][0].query_id).cursor() if more and rows else None
-        return FeedbackPage(tuple((f, replace(s, rating=f)) for (f, _), s in zip(rows, shown, strict=True)), cursor)
+        return FeedbackPage(tuple((s.rating or f, s) for (f, _), s in zip(rows, shown, strict=True)), cursor)
+
+    def documents_named(self, reader: Caller, store_id: str, names: list[str]) -> tuple[frozenset[str], frozenset[str]]:
+        """Which of ``names`` are documents of ``store_id`` that ``reader`` may read today, and which are
+        documents of it they may not read (so that text quoting them can leave them out)."""
+        return self._recheck.readable_named(reader, store_id, names)
 
     def _with_ratings(self, entries: list[ShownEntry]) -> list[ShownEntry]:
         ratings = self._history.ratings([s.entry.query_id for s in entries])
-        return [replace(s, rating=ratings.get(s.entry.query_id)) for s in entries]
+        return [rated(s, ratings.get(s.entry.query_id)) for s in entries]

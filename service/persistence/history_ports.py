@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from service.domain.history import Feedback, HistoryEntry, Position
@@ -59,3 +61,26 @@ class HistoryRepository(ABC):
     def feedback(self, store_id: str, first: int, after: Position | None = None) -> list[tuple[Feedback, HistoryEntry]]:
         """Rated entries of a store with their ratings, newest rating first ((created_at, query id)
         descending), at most ``first``, strictly after ``after``."""
+
+
+@dataclass(frozen=True, slots=True)
+class QuotedSpan:
+    """Text an answer quoted from a document: ``text`` was ``document.text[start:end]`` when it was read."""
+
+    document_id: str
+    start: int
+    end: int
+    text: str
+
+
+class DocumentVersions(ABC):
+    """The versions of a store's documents (the catalog's content hash), for binding history to what it cited."""
+
+    @abstractmethod
+    def current(self, store_id: str, document_ids: Iterable[str]) -> dict[str, str]:
+        """The version of each of these documents that exists now ("" while one waits to be indexed again)."""
+
+    @abstractmethod
+    def quoted(self, store_id: str, spans: Sequence[QuotedSpan]) -> dict[str, str]:
+        """For each document of ``spans``: its version now when every span's text is still its text at
+        ``[start:end]``, else "" (the text quoted is not the version the catalog holds: never current)."""

@@ -1,4 +1,4 @@
-"""The SQLAlchemy adapter of the history port: two tables of the settings database (revision 0005).
+"""The SQLAlchemy adapter of the history port: two tables of the settings database (revisions 0005, 0006).
 
 ``query_history`` holds one row per answered query, ``query_feedback`` at most one rating per query
 (deleted with its query). Pages are keyset pages over (created_at, query_id), each served by an index:
@@ -38,6 +38,9 @@ class HistoryRow(Base):
     sources: Mapped[str] = mapped_column(Text)  # JSON list of cited chunks (ids, title, scores; never text)
     #: JSON list of the document ids behind the earlier turns its prompt quoted (HistoryEntry.quoted_document_ids).
     quoted_documents: Mapped[str] = mapped_column(Text, server_default="[]")
+    #: JSON object of the version of every document the answer draws on (HistoryEntry.versions); NULL in rows
+    #: kept before revision 0006 (unknown: never current).
+    versions: Mapped[str | None] = mapped_column(Text, nullable=True)
     level: Mapped[float | None] = mapped_column(Float, nullable=True)
     threshold: Mapped[float | None] = mapped_column(Float, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
@@ -77,10 +80,18 @@ def _entry(row: HistoryRow) -> HistoryEntry:
         answer=row.answer,
         sources=tuple(CitedSource(**s) for s in json.loads(row.sources)),
         quoted_document_ids=tuple(json.loads(row.quoted_documents)),
+        versions=_versions(row.versions),
         level=row.level,
         threshold=row.threshold,
         created_at=_utc(row.created_at),
     )
+
+
+def _versions(raw: str | None) -> tuple[tuple[str, str], ...] | None:
+    if raw is None:
+        return None
+    loaded = json.loads(raw)
+    return tuple(sorted((str(d), str(v)) for d, v in loaded.items())) if isinstance(loaded, dict) else None
 
 
 def _text(text: str) -> str:
@@ -121,6 +132,7 @@ def history_row(entry: HistoryEntry) -> HistoryRow:
         answer=_opt_text(entry.answer),
         sources=json.dumps(sources, ensure_ascii=False),
         quoted_documents=json.dumps(list(entry.quoted_document_ids), ensure_ascii=False),
+        versions=None if entry.versions is None else json.dumps(dict(entry.versions), ensure_ascii=False),
         level=entry.level,
         threshold=entry.threshold,
         created_at=_utc(entry.created_at),

@@ -19,6 +19,7 @@ from service.history.conversations import Conversations
 from service.history.recheck import Recheck
 from service.history.rewrite import OfflineRewriter
 from service.persistence.sql_history import SqlHistoryRepository
+from service.persistence.sql_history_versions import SqlDocumentVersions
 from service.persistence.sql_settings import SqlSettingsRepository
 from service.query.engine import QueryEngine
 from tests.unit.engine_world import STORE, make_world
@@ -49,7 +50,11 @@ def pg_history() -> Iterator[SqlHistoryRepository]:
 def test_nul_in_question_is_a_typed_error_before_any_work(pg_history: SqlHistoryRepository) -> None:
     world = make_world()
     world.add("vacation.md", ["Employees receive 25 days of paid vacation per year."], Acl.of(["group:everyone"]))
-    conversations = Conversations(pg_history, Recheck(world.repo, AccessChecker(world.repo)), OfflineRewriter())
+    conversations = Conversations(
+        pg_history,
+        Recheck(world.repo, AccessChecker(world.repo), SqlDocumentVersions(world.repo.engine)),
+        OfflineRewriter(),
+    )
     engine = QueryEngine(
         repository=world.repo,
         index=world.index,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -58,7 +59,7 @@ class World:
                 document_id,
                 document_id.upper(),
                 f"file:///{document_id}",
-                "h",
+                hashlib.sha256("\n\n".join(texts).encode()).hexdigest(),  # a rewrite is a new version
                 "\n\n".join(texts),
                 acl,
                 chunk_count=len(records),

@@ -12,6 +12,7 @@ from service.history.recheck import Recheck
 from service.history.rewrite import OfflineRewriter
 from service.history.service import HistoryService
 from service.persistence.sql_history import SqlHistoryRepository
+from service.persistence.sql_history_versions import SqlDocumentVersions
 from service.query.engine import QueryEngine
 from tests.unit.engine_world import World, make_world
 
@@ -55,7 +56,7 @@ def make_history_world(retention_days: int = 90) -> HistoryWorld:
     )
     clock = Clock()
     repository = SqlHistoryRepository(world.repo.engine)
-    recheck = Recheck(world.repo, AccessChecker(world.repo))
+    recheck = Recheck(world.repo, AccessChecker(world.repo), SqlDocumentVersions(world.repo.engine))
     conversations = Conversations(repository, recheck, OfflineRewriter(), now=clock)
     world.engine = QueryEngine(
         repository=world.repo,

@@ -162,7 +162,10 @@ def test_ratings_owner_only_one_per_query_and_bounded(hw: HistoryWorld) -> None:
         hw.history.feedback(ALICE, STORE)
     with pytest.raises(NotFound):
         hw.history.feedback(ADMIN, "nope")
-    assert hw.history.page(ALICE).entries[0].rating == feedback
+    # the comment is part of the answer it rates: withheld from the admin with it, kept for its author
+    assert feedback.comment == "" and shown.withheld == "withheld: you cannot read a cited document"
+    mine = hw.history.page(ALICE).entries[0].rating
+    assert mine is not None and mine.comment == "x" * MAX_COMMENT_CHARS and mine.query_id == feedback.query_id
 
 
 def test_purge_drops_entries_past_the_retention(hw: HistoryWorld) -> None:

@@ -1,9 +1,11 @@
 """``docqa history`` and ``docqa feedback``, and the ``--conversation`` option of ``ask`` and ``search``.
 
 The CLI is the administrator's tool on the server: ``--as USER`` acts for that user, exactly as a remote
-caller with that user's token would (their own history; entries re-checked against their rights today).
-``docqa history show --audit`` reads another user's conversation as a history auditor would; ``docqa
-feedback list|export`` act as an admin whose own rights (``--as``) decide which sources are shown.
+caller with that user's token would (their own history; entries re-checked against their rights today),
+through the same service calls and so under the same rules. A role is never implied: ``docqa history show
+--audit`` reads another user's conversation as a token with the history auditor role would, and ``docqa
+feedback list|export --admin`` act as a token with the admin role would, the user's own rights (``--as``)
+deciding what is shown; without ``--admin`` they are refused as the servers refuse a non-admin.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from acl.model import user_principal
-from service.domain.history import ShownEntry
+from service.domain.history import CHANGED_NOTE, ShownEntry
 
 Command = Callable[[Any, str, str, str], argparse.ArgumentParser]
 
@@ -71,8 +73,8 @@ def add_history_commands(sub: Any, command: Command) -> None:
         "feedback",
         "rate answers; list a store's ratings and export them as a docqa eval question file (admin)",
         "  docqa feedback rate QUERY_ID up --as alice --comment 'exactly right'\n"
-        "  docqa feedback list --store acme --as root\n"
-        "  docqa feedback export --store acme --as root --out regressions.yaml",
+        "  docqa feedback list --store acme --as root --admin\n"
+        "  docqa feedback export --store acme --as root --admin --out regressions.yaml",
     )
     fsub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     q = command(
@@ -86,9 +88,12 @@ def add_history_commands(sub: Any, command: Command) -> None:
     _as(q)
     q.add_argument("--comment", default="", help="why (at most 2000 characters); name documents you expected")
     q.set_defaults(handler=cmd_feedback_rate)
-    q = command(fsub, "list", "a store's ratings, newest first", "  docqa feedback list --store acme --as root --json")
+    q = command(
+        fsub, "list", "a store's ratings, newest first", "  docqa feedback list --store acme --as root --admin --json"
+    )
     q.add_argument("--store", required=True, help="store id")
     _as(q, "the admin whose own rights decide which sources are shown")
+    _admin(q)
     q.add_argument("--first", type=int, metavar="N", help="ratings per page, 1 to 100 (default 20)")
     q.add_argument("--after", metavar="CURSOR", help="the next page: the cursor the previous page printed")
     q.add_argument("--json", action="store_true", help="print one JSON object")
@@ -97,16 +102,25 @@ def add_history_commands(sub: Any, command: Command) -> None:
         fsub,
         "export",
         "write the ratings as a question file for docqa eval",
-        "  docqa feedback export --store acme --as root --out f.yaml",
+        "  docqa feedback export --store acme --as root --admin --out f.yaml",
     )
     q.add_argument("--store", required=True, help="store id")
     _as(q, "the admin whose own rights decide which documents are named")
+    _admin(q)
     q.add_argument("--out", required=True, metavar="FILE", help="the YAML file to write ('-' = stdout)")
     q.set_defaults(handler=cmd_feedback_export)
 
 
 def _as(parser: argparse.ArgumentParser, text: str = "act as this user id, e.g. alice") -> None:
     parser.add_argument("--as", dest="as_user", required=True, metavar="USER", help=text)
+
+
+def _admin(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--admin",
+        action="store_true",
+        help="act with the admin role, as a token of 'docqa token --admin' would (refused without it)",
+    )
 
 
 def _caller(args: argparse.Namespace, *, admin: bool = False, auditor: bool = False) -> Any:
@@ -132,8 +146,10 @@ def entry_dict(shown: ShownEntry) -> dict[str, Any]:
         "threshold": e.threshold,
         "created_at": e.created_at.isoformat(),
         "sources_revoked": shown.sources_revoked,
+        "changed": shown.changed,
+        "withheld": shown.withheld,
         "rating": None if shown.rating is None else shown.rating.rating,
-        "rating_comment": None if shown.rating is None else shown.rating.comment,
+        "rating_comment": shown.comment,
     }
 
 
@@ -145,10 +161,12 @@ def _print_entry(shown: ShownEntry, out: TextIO) -> None:
     print(f"  Q: {e.question}", file=out)
     if e.rewritten_question and e.rewritten_question != e.question:
         print(f"  searched: {e.rewritten_question}", file=out)
-    if shown.sources_revoked:
-        print("  A: (withheld: a source it cited is no longer readable)", file=out)
+    if shown.withheld is not None:
+        print(f"  A: ({shown.withheld})", file=out)
     elif e.answer is not None:
         print(f"  A: {' '.join(e.answer.split())[:300]}", file=out)
+    if shown.changed and shown.withheld is None:
+        print(f"  note: {CHANGED_NOTE}", file=out)
     for document in e.document_ids:
         print(f"  - {document}", file=out)
 
@@ -204,7 +222,7 @@ def cmd_feedback_rate(args: argparse.Namespace, app: Any) -> int:
 
 
 def cmd_feedback_list(args: argparse.Namespace, app: Any) -> int:
-    page = app.history.feedback(_caller(args, admin=True), args.store, args.first, args.after)
+    page = app.history.feedback(_caller(args, admin=args.admin), args.store, args.first, args.after)
     if args.json:
         items = [
             {"user_id": f.user_id, "rating": f.rating, "comment": f.comment, "rated_at": f.created_at.isoformat(),
@@ -214,22 +232,20 @@ def cmd_feedback_list(args: argparse.Namespace, app: Any) -> int:
         print(json.dumps({"feedback": items, "next_cursor": page.next_cursor}))
         return 0
     for feedback, shown in page.items:
-        print(f"{feedback.rating} by {feedback.user_id}: {' '.join(feedback.comment.split())}")
+        comment = f"({shown.withheld})" if shown.withheld is not None else " ".join(feedback.comment.split())
+        print(f"{feedback.rating} by {feedback.user_id}: {comment}")
         _print_entry(shown, sys.stdout)
     if not page.items:
         print("No ratings.")
     if page.next_cursor:
-        print(f"more: docqa feedback list --store {args.store} --as {args.as_user} --after {page.next_cursor}")
+        print(f"more: docqa feedback list --store {args.store} --as {args.as_user} --admin --after {page.next_cursor}")
     return 0
 
 
 def cmd_feedback_export(args: argparse.Namespace, app: Any) -> int:
-    from acl.checker import AccessChecker
     from service.history.export import export_feedback
 
-    text = export_feedback(
-        app.history, app.repository, AccessChecker(app.repository), _caller(args, admin=True), args.store
-    )
+    text = export_feedback(app.history, _caller(args, admin=args.admin), args.store)
     if args.out == "-":
         sys.stdout.write(text)
     else:

@@ -1,8 +1,9 @@
 """GraphQL types and resolver bodies of users' history, conversations and ratings (``service.history``).
 
 Lists are Relay connections (``edges { cursor node }``, ``pageInfo { endCursor hasNextPage }``). Every entry
-is shown as its reader may see it today: ``sourcesRevoked`` with no answer and without the revoked sources
-when a cited document is no longer readable.
+is shown as its reader may see it today: ``sourcesRevoked`` without the sources they may not read,
+``changed`` when a cited document changed since, and ``withheld`` saying why the answer and the rating's
+comment are left out.
 """
 
 from __future__ import annotations
@@ -42,16 +43,24 @@ class HistoryEntry:
     query_class: str
     question: str
     rewritten_question: str | None = strawberry.field(description="What was searched for a follow-up.")
-    answer: str | None = strawberry.field(description="Null when sources were revoked (or no answer was asked for).")
+    answer: str | None = strawberry.field(
+        description="Null when withheld (see withheld) or when no answer was asked for."
+    )
     sources: list[HistorySource]
     level: float | None
     threshold: float | None
     created_at: str
     sources_revoked: bool = strawberry.field(
-        description="A cited document is no longer readable: the answer is withheld and that source removed."
+        description="A cited document is not readable by the viewer: the answer is withheld and that source removed."
+    )
+    changed: bool = strawberry.field(
+        description="A cited document changed or went since the answer: it is shown to its asker alone."
+    )
+    withheld: str | None = strawberry.field(
+        description="Why the answer and the rating's comment are withheld from the viewer; null when shown."
     )
     rating: Rating | None
-    rating_comment: str | None
+    rating_comment: str | None = strawberry.field(description="Empty when withheld with the answer.")
 
     @staticmethod
     def of(shown: ShownEntry) -> HistoryEntry:
@@ -69,8 +78,10 @@ class HistoryEntry:
             threshold=e.threshold,
             created_at=e.created_at.isoformat(),
             sources_revoked=shown.sources_revoked,
+            changed=shown.changed,
+            withheld=shown.withheld,
             rating=None if shown.rating is None else Rating(shown.rating.rating),
-            rating_comment=None if shown.rating is None else shown.rating.comment,
+            rating_comment=shown.comment,
         )
 
 
@@ -103,7 +114,7 @@ class FeedbackEntry:
     query_id: str
     user_id: str
     rating: Rating
-    comment: str
+    comment: str = strawberry.field(description="Empty when withheld with the answer (see entry.withheld).")
     rated_at: str
     entry: HistoryEntry
 

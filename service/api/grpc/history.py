@@ -31,6 +31,7 @@ def entry_message(services: Services, shown: ShownEntry) -> Any:
         ],
         created_at=e.created_at.isoformat(),
         sources_revoked=shown.sources_revoked,
+        changed=shown.changed,
         rating=_rating_number(shown.rating),
     )
     for name, value in (
@@ -38,7 +39,8 @@ def entry_message(services: Services, shown: ShownEntry) -> Any:
         ("answer", e.answer),
         ("level", e.level),
         ("threshold", e.threshold),
-        ("rating_comment", None if shown.rating is None else shown.rating.comment),
+        ("rating_comment", shown.comment),
+        ("withheld", shown.withheld),
     ):
         if value is not None:
             setattr(message, name, value)

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from indexer.index import Index
     from indexer.index.opensearch.index import OpenSearchOptions
     from service.access.admin import Admin
+    from service.access.authorized import AuthorizedAdmin
     from service.access.state import AccessState
+    from service.domain.authorization import HasRole
     from service.generation.port import Generator
     from service.history.service import HistoryService
     from service.persistence.ports import SettingsRepository
@@ -283,6 +285,19 @@ class App:
         from service.access.admin import Admin
 
         return Admin(self.repository, None)
+
+    def admin_for(self, caller: HasRole, actor: str) -> AuthorizedAdmin:
+        """The admin operations a server runs for ``caller`` (each refuses a non-admin); ``actor``: who the
+        audit trail names."""
+        from service.access.authorized import AuthorizedAdmin
+
+        return AuthorizedAdmin(
+            caller,
+            actor,
+            admin=lambda: self.admin,
+            admin_without_index=self.admin_without_index,
+            ingestor=self.ingestor,
+        )
 
     def ingestor(self, store_id: str, *, create: bool = True):  # type: ignore[no-untyped-def]
         """An ingestor for ``store_id``, creating the store and its index if new.

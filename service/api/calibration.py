@@ -1,21 +1,24 @@
 """``calibrate``: one entry for the CLI, gRPC and GraphQL — run the calibration, apply it when asked.
 
-The entry points check the caller is an admin (the CLI is the server's own
-administrator), then call this; applying goes through the one writer of
+Only an admin may calibrate (``require_admin`` here, for every transport; the CLI
+is the server's own administrator); applying goes through the one writer of
 settings, which records the change in the audit trail.
 """
 
 from __future__ import annotations
 
 from service.bootstrap import App
+from service.domain.authorization import AdminOperation, HasRole, require_admin
 from service.domain.calibration_report import CalibrationReport
 from service.query.calibration import Calibrator
 
 
 def calibrate(
-    app: App, store_id: str, *, sample: int | None, apply: bool, user_id: str, interface: str
+    app: App, caller: HasRole, store_id: str, *, sample: int | None, apply: bool, user_id: str, interface: str
 ) -> CalibrationReport:
-    """The store's calibration report; with ``apply`` its proposed scale is stored (``applied`` is then True)."""
+    """The store's calibration report; with ``apply`` its proposed scale is stored (``applied`` is then True).
+    PermissionDenied unless ``caller`` is an admin."""
+    require_admin(caller, AdminOperation.CALIBRATE_STORE)
     calibrator = Calibrator(stores=app.repository, catalog=app.repository, index=app.index, embedder_for=app.embedder)
     report = calibrator.run(store_id, sample)
     if not apply:

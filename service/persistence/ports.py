@@ -154,6 +154,18 @@ class SettingsRepository(StoreRepository, DocumentCatalog, AccessRepository, Aud
     only through ``service.access.state`` as well.
     """
 
+    def store_for_reader(self, store_id: str, principals: frozenset[str]) -> Store | None:
+        """The store when ``principals`` may read at least one of its documents now; None when it is unknown
+        or they may read nothing of it, the same answer (a caller must not learn that such a store exists).
+
+        Adapters answer it in the statement that reads the store; this default reads every ACL.
+        """
+        store = self.get_store(store_id)
+        if store is None:
+            return None
+        acls = self.acls(store_id, [d.id for d in self.list_documents(store_id)])
+        return store if any(acl.permits(principals) for acl in acls.values()) else None
+
 
 @dataclass(frozen=True, slots=True)
 class AuditRecord:

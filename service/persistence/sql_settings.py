@@ -20,6 +20,7 @@ from sqlalchemy import (
     create_engine,
     delete,
     event,
+    exists,
     func,
     select,
 )
@@ -34,14 +35,8 @@ from service.domain.history import HistoryEntry
 from service.domain.retrieval_settings import RetrievalDefaults
 from service.domain.store import DocumentRecord, Store
 from service.persistence.ports import AuditRecord, SettingsRepository
-from service.persistence.sql_access import (
-    AclOverrideEntryRow,
-    AclOverrideRow,
-    AclRow,
-    SqlAccessRows,
-    read_acls,
-    write_ingested_acl,
-)
+from service.persistence.sql_access import AclOverrideRow, AclRow, SqlAccessRows, read_acls, write_ingested_acl
+from service.persistence.sql_acl_reads import OVERRIDE_ORIGIN, acl_entries, readable_document
 from service.persistence.sql_base import Base, transaction
 from service.persistence.sql_history import history_row  # its tables join the metadata
 
@@ -193,6 +188,15 @@ class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
             row = s.get(StoreRow, store_id)
             return _store(row, self._defaults) if row else None
 
+    def store_for_reader(self, store_id: str, principals: frozenset[str]) -> Store | None:
+        # One statement, in place of get_store's: the store's row only when some document of it is readable.
+        readable = exists().where(
+            DocumentRow.store_id == StoreRow.id, readable_document(DocumentRow.store_id, DocumentRow.id, principals)
+        )
+        with self._session() as s:
+            row = s.scalars(select(StoreRow).where(StoreRow.id == store_id, readable)).first()
+            return _store(row, self._defaults) if row else None
+
     def list_stores(self) -> list[Store]:
         with self._session() as s:
             return [_store(r, self._defaults) for r in s.scalars(select(StoreRow).order_by(StoreRow.id))]
@@ -286,39 +290,44 @@ class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
     # the authoritative ACL ----------------------------------------------------
     def acls(self, store_id: str, document_ids: Iterable[str]) -> Mapping[str, Acl]:
         wanted = list(dict.fromkeys(document_ids))
+        # Which documents exist, their ingested ACL rows, their overrides' entries and whether an override
+        # replaces the source's ACL: one statement per batch, the same for an absent document, a forbidden
+        # one and an overridden one (a document without rows comes back once, with no principal).
+        source: dict[str, tuple[set[str], set[str]]] = {}
+        admin: dict[str, tuple[set[str], set[str]]] = {}
+        overridden: set[str] = set()
         with self._session() as s:
-            # Which documents exist, their ingested ACL rows and whether an override replaces them, in one
-            # statement (a document without rows comes back once, with no principal); then the entries of the
-            # overrides, only when there are some.
-            allow: dict[str, set[str]] = {}
-            deny: dict[str, set[str]] = {}
-            overridden: dict[str, None] = {}
             for i in range(0, len(wanted), _BATCH):
+                batch = wanted[i : i + _BATCH]
+                entries = acl_entries(store_id, batch)
+                columns = (entries.c.principal, entries.c.effect, entries.c.origin, AclOverrideRow.document_id)
                 rows = s.execute(
-                    select(DocumentRow.id, AclRow.principal, AclRow.effect, AclOverrideRow.document_id)
-                    .outerjoin(
-                        AclRow, (AclRow.store_id == DocumentRow.store_id) & (AclRow.document_id == DocumentRow.id)
-                    )
+                    select(DocumentRow.id, *columns)
+                    .outerjoin(entries, entries.c.document_id == DocumentRow.id)
                     .outerjoin(
                         AclOverrideRow,
                         (AclOverrideRow.store_id == DocumentRow.store_id)
                         & (AclOverrideRow.document_id == DocumentRow.id),
                     )
-                    .where(DocumentRow.store_id == store_id, DocumentRow.id.in_(wanted[i : i + _BATCH]))
+                    .where(DocumentRow.store_id == store_id, DocumentRow.id.in_(batch))
                 )
-                for document_id, principal, effect, override in rows:
-                    allowed, denied = allow.setdefault(document_id, set()), deny.setdefault(document_id, set())
+                for document_id, principal, effect, origin, override in rows:
                     if override is not None:
-                        overridden[document_id] = None
+                        overridden.add(document_id)
+                    allowed, denied = (admin if origin == OVERRIDE_ORIGIN else source).setdefault(
+                        document_id, (set(), set())
+                    )
+                    source.setdefault(document_id, (set(), set()))
                     if principal is not None:
                         (allowed if effect == "allow" else denied).add(principal)
-            # An override replaces the ingested ACL; one without entries lets nobody read.
-            entries = read_acls(s, store_id, list(overridden), AclOverrideEntryRow) if overridden else {}
-        return {
-            d: entries.get(d, Acl()) if d in overridden else Acl(frozenset(allow[d]), frozenset(deny[d]))
-            for d in wanted
-            if d in allow
-        }
+        # An override replaces the ingested ACL; one without entries lets nobody read.
+        empty: tuple[set[str], set[str]] = (set(), set())
+        out: dict[str, Acl] = {}
+        for d in wanted:
+            if d in source:
+                allow, deny = admin.get(d, empty) if d in overridden else source[d]
+                out[d] = Acl(frozenset(allow), frozenset(deny))
+        return out
 
     def set_ingested_acl(self, store_id: str, document_id: str, acl: Acl) -> None:
         with self._session() as s:

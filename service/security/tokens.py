@@ -24,7 +24,7 @@ from typing import Any
 
 import jwt
 
-from acl.errors import ConfigurationError, InvalidArgument, PermissionDenied, Unauthenticated
+from acl.errors import ConfigurationError, InvalidArgument, Unauthenticated
 from acl.model import user_principal
 from indexer.private_files import private_dir
 from service.config import AuthConfig, Settings
@@ -51,12 +51,6 @@ class Identity:
 
     def caller(self) -> Caller:
         return Caller(self.user_id, self.groups, self.is_admin, self.history_auditor)
-
-
-def require_admin(identity: Identity) -> None:
-    """PermissionDenied unless ``identity`` has the admin role."""
-    if not identity.is_admin:
-        raise PermissionDenied("this operation needs the admin role")
 
 
 def hs256_secret(settings: Settings, *, create: bool = True) -> str | None:

@@ -232,7 +232,9 @@ def test_data_dir_is_private_whatever_the_umask_and_doctor_warns_when_not(tmp_pa
     data = tmp_path / "fresh" / "data"
     old = os.umask(0o022)
     try:
-        run(data, "index", str(corpus / "handbook"), "--store", "hb", "--acl-manifest", str(corpus / "acl.yaml"))
+        # The whole corpus, so that the manifest's "handbook/**" rule matches and bob may read something (a store
+        # its caller may read nothing of is not found).
+        run(data, "index", str(corpus), "--store", "hb", "--acl-manifest", str(corpus / "acl.yaml"))
         run(data, "token", "--user", "alice")
         run(data, "search", "vacation", "--store", "hb", "--as", "bob")
     finally:

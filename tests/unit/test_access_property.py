@@ -123,6 +123,21 @@ def test_no_unreadable_chunk_reaches_caller_or_generator(
             c.chunk_id for c in answer.chunks
         )
 
+    if not readable:
+        # A store the caller may read nothing of is NOT_FOUND in the words of an unknown store, on every query.
+        for query in (
+            VectorQuery(STORE, "secret", level=0),
+            MultiDocumentQuery(STORE, "secret", tuple(picked), level=0),
+            DocumentQuery(STORE, "secret", picked[0]),
+        ):
+            try:
+                world.engine.ask(caller, query)
+                raise AssertionError("a store read nothing of was queried without NotFound")
+            except NotFound as exc:
+                assert exc.message == f"store {STORE!r} not found"
+        check_sent()
+        return
+
     answer = world.engine.ask(caller, VectorQuery(STORE, "secret", level=0))
     got = {c.document_id for c in answer.chunks}
     assert got <= readable

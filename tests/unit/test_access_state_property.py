@@ -269,6 +269,15 @@ def _check(world: World, ref: Reference) -> None:
             caller = Caller(user.removeprefix("user:"))
             assert world.engine.principals(caller, store) == ref.principals(user, store)
             readable = ref.readable(user, store)
+            if not readable:  # a store read nothing of is NOT_FOUND, in the words of an unknown store
+                for doc in DOCS:
+                    for query in (VectorQuery(store, "secret alpha", level=0), DocumentQuery(store, "secret", doc)):
+                        try:
+                            world.engine.ask(caller, query)
+                            raise AssertionError("expected NotFound")
+                        except NotFound as exc:
+                            assert exc.message == f"store {store!r} not found"
+                continue
             answer = world.engine.ask(caller, VectorQuery(store, "secret alpha", level=0))
             got = {c.document_id for c in answer.chunks}
             assert got == readable, (store, user, got, readable)

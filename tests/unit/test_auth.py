@@ -14,7 +14,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from acl.errors import ConfigurationError, PermissionDenied, Unauthenticated
 from service.config import Settings
-from service.security.tokens import Authenticator, hs256_secret, mint_token, require_admin
+from service.domain.authorization import AdminOperation, require_admin
+from service.security.tokens import Authenticator, hs256_secret, mint_token
 
 SECRET = "unit-test-secret-" + "x" * 64
 ISS, AUD = "https://idp.example", "docqa"
@@ -87,7 +88,9 @@ def test_issuer_audience_groups_and_roles(tmp_path: Path) -> None:
     with pytest.raises(Unauthenticated, match="not issued for this service"):
         Authenticator(settings).verify(other)
     with pytest.raises(PermissionDenied):
-        require_admin(Authenticator(settings).verify(mint_token(settings, "bob", ttl_s=60)))
+        require_admin(
+            Authenticator(settings).verify(mint_token(settings, "bob", ttl_s=60)), AdminOperation.SET_DOCUMENT_ACL
+        )
 
 
 def test_rs256_keys_from_pem_and_jwks(tmp_path: Path) -> None:

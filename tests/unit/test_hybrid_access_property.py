@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acl.errors import InvalidArgument
+from acl.errors import InvalidArgument, NotFound
 from acl.model import Acl
 from indexer.index.lexical import query_terms
 from service.domain.queries import Caller, MultiDocumentQuery, VectorQuery
@@ -85,6 +85,11 @@ def test_no_fusion_lets_an_unreadable_chunk_out(
                 assert all(d not in chunk.text for d in base.DOCS if d not in readable and d != chunk.document_id)
         world.generator.prompts.clear()
 
+    if not readable:  # a store read nothing of is NOT_FOUND as an unknown one, whatever is asked
+        with pytest.raises(NotFound, match=re.escape(f"store {STORE!r} not found")):
+            world.engine.ask(caller, VectorQuery(STORE, question or "?", level=0))
+        assert world.generator.prompts == []
+        return
     if says_nothing(question or "?"):
         # "?" and "the of" have no word to search for: refused before any work, whoever asks.
         with pytest.raises(InvalidArgument, match="please ask a full question"):

@@ -73,11 +73,14 @@ def format_report(report: CalibrationReport) -> str:
 def cmd_calibrate(args: argparse.Namespace, app: Any, actor: str) -> int:
     """Run the calibration of ``args.store``; print it; store the proposal only with ``--apply``."""
     from service.api.calibration import calibrate
+    from service.domain.authorization import SERVER_OPERATOR
 
     given = [f"--{k.replace('_', '-')}" for k in _SET_OPTIONS if getattr(args, k, None) is not None]
     if given:
         raise InvalidArgument(f"'settings calibrate' does not take {', '.join(given)} (an option of 'settings set')")
-    report = calibrate(app, args.store, sample=args.sample, apply=args.apply, user_id=actor, interface="cli")
+    report = calibrate(
+        app, SERVER_OPERATOR, args.store, sample=args.sample, apply=args.apply, user_id=actor, interface="cli"
+    )
     print(json.dumps(report.to_dict()) if args.json else format_report(report))
     return 0
 

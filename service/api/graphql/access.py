@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import strawberry
 
 from acl.model import Acl
+from service.access.authorized import AuthorizedAdmin
 from service.access.state import AclView
 from service.bootstrap import App
 from service.persistence.ports import ADMIN_SOURCE
-from service.security.tokens import Identity, require_admin
+from service.security.tokens import Identity
 
 
 @strawberry.type(description="Principals ('user:<id>', 'group:<id>') allowed and denied; deny wins.")
@@ -50,35 +53,30 @@ class DocumentAcl:
         )
 
 
-def _actor(identity: Identity) -> str:
-    require_admin(identity)
-    return f"graphql:{identity.user_id}"
+def _admin(app: App, identity: Identity) -> AuthorizedAdmin:
+    """The admin operations for this caller: each refuses a non-admin (FORBIDDEN)."""
+    return app.admin_for(identity, f"graphql:{identity.user_id}")
 
 
 def document_acl(app: App, identity: Identity, document_id: str, store_id: str | None) -> DocumentAcl:
-    require_admin(identity)
-    return DocumentAcl.of(app.admin_without_index().acl_view(document_id, store_id))
+    return DocumentAcl.of(_admin(app, identity).acl_view(document_id, store_id))
 
 
 def set_document_acl(
     app: App, identity: Identity, document_id: str, allow: list[str], deny: list[str], store_id: str | None
 ) -> DocumentAcl:
-    return DocumentAcl.of(app.admin.set_acl(document_id, allow, deny, _actor(identity), store_id))
+    return DocumentAcl.of(_admin(app, identity).set_acl(document_id, allow, deny, store_id))
 
 
 def reset_document_acl(app: App, identity: Identity, document_id: str, store_id: str | None) -> DocumentAcl:
-    require_admin(identity)
-    return DocumentAcl.of(app.admin.reset_acl(document_id, store_id))
+    return DocumentAcl.of(_admin(app, identity).reset_acl(document_id, store_id))
 
 
 def change_member(app: App, identity: Identity, action: str, group: str, member: str) -> bool:
     """``add``: a global admin membership; ``remove``: a tombstone; ``reset``: back to the manifests."""
-    actor = _actor(identity)
-    admin = app.admin_without_index()
-    group = group if group.startswith("group:") else f"group:{group}"
-    if action == "add":
-        return admin.add_member(group, member, actor)
-    if action == "remove":
-        return admin.remove_member(group, member, actor)
-    admin.reset_member(group, member)
-    return True
+    return _admin(app, identity).change_member(action, group, member)
+
+
+def update_settings(app: App, identity: Identity, store_id: str, changes: dict[str, Any]) -> None:
+    """Change a store's settings (admin only)."""
+    _admin(app, identity).update_settings(store_id, changes)

@@ -20,9 +20,10 @@ from indexer.source_uris import shown_source_uri
 from service.api.audit import AuditedQueries
 from service.api.graphql.results import Chunk
 from service.bootstrap import App
+from service.domain.authorization import AdminOperation, require_admin
 from service.domain.queries import VectorQuery
 from service.domain.source_links import source_link
-from service.security.tokens import Identity, require_admin
+from service.security.tokens import Identity
 
 #: Most documents one picker request lists.
 MAX_DOCUMENTS = 200
@@ -30,6 +31,8 @@ MAX_DOCUMENTS = 200
 MAX_PREVIEW_CHUNKS = 50
 #: The audit trail's interface name for preview queries (so they are told apart from users' questions).
 PREVIEW_INTERFACE = "console-preview"
+#: The preview's notice to an admin who administers a store but may read none of its documents.
+NOTHING_READABLE = "you can read none of this store's documents"
 
 
 @strawberry.type(description="A document the caller may read (for choosing what to ask about).")
@@ -61,6 +64,11 @@ class RelevancyPreview:
     min_threshold: float
     max_threshold: float
     chunks: list[PreviewChunk]
+    notice: str | None = strawberry.field(
+        default=None,
+        description="Why there are no chunks to judge, when it is not the question: the admin may read none of "
+        "the store's documents.",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +123,7 @@ def relevancy_preview(
     app: App, queries: AuditedQueries, identity: Identity, store_id: str, question: str, k: int | None
 ) -> RelevancyPreview:
     """The top ``k`` chunks the admin may read for ``question``, with no threshold (admin only)."""
-    require_admin(identity)
+    require_admin(identity, AdminOperation.RELEVANCY_PREVIEW)
     size = 20 if k is None else k
     if isinstance(size, bool) or not 1 <= size <= MAX_PREVIEW_CHUNKS:
         raise InvalidArgument(f"k must be between 1 and {MAX_PREVIEW_CHUNKS}")
@@ -126,10 +134,14 @@ def relevancy_preview(
     one_shot = AuditedQueries(lambda: engine, queries.repository, queries.metrics)
     query = VectorQuery(store.id, question, level=0.0, max_chunks=size, perform_llm_query=False)
     answer = one_shot.ask(identity, query, PREVIEW_INTERFACE)
+    # The admin's own rights decide the preview: say so when they read nothing here, not "0 of 0 pass".
+    principals = engine.principals(identity.caller(), store.id)
+    readable = bool(answer.chunks) or app.repository.store_for_reader(store.id, principals) is not None
     return RelevancyPreview(
         store_id=store.id,
         level=store.level,
         min_threshold=store.min_threshold,
         max_threshold=store.max_threshold,
         chunks=[PreviewChunk(chunk=Chunk.of(c), max_passing_level=c.relevance or 0.0) for c in answer.chunks],
+        notice=None if readable else NOTHING_READABLE,
     )

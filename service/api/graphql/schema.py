@@ -26,7 +26,14 @@ from service.access.store_summaries import StoreSummaries, StoreSummary, Viewer
 from service.api.audit import AuditedQueries
 from service.api.errors import bounded_message, for_remote_caller, mapping_for, public_message
 from service.api.graphql import history as past
-from service.api.graphql.access import DocumentAcl, change_member, document_acl, reset_document_acl, set_document_acl
+from service.api.graphql.access import (
+    DocumentAcl,
+    change_member,
+    document_acl,
+    reset_document_acl,
+    set_document_acl,
+    update_settings,
+)
 from service.api.graphql.analysis import (
     ComparisonResult,
     SummaryLength,
@@ -45,7 +52,7 @@ from service.bootstrap import App
 from service.domain.queries import DocumentQuery, MultiDocumentQuery, VectorQuery
 from service.observability.metrics import Metrics
 from service.persistence.ports import AuditRecord
-from service.security.tokens import Authenticator, Identity, require_admin
+from service.security.tokens import Authenticator, Identity
 
 log = logging.getLogger("docqa.graphql")
 T = TypeVar("T")
@@ -207,8 +214,7 @@ def _ask(context: RequestContext, query: VectorQuery | MultiDocumentQuery | Docu
 
 
 def _set(context: RequestContext, store_id: str, changes: dict[str, Any]) -> StoreSettings:
-    require_admin(context.identity())
-    context.services.app.admin_without_index().update_settings(store_id, **changes)
+    update_settings(context.services.app, context.identity(), store_id, changes)
     return StoreSettings.of(_summary(context, store_id))
 
 

@@ -10,6 +10,7 @@ import grpc
 from acl.errors import DocQAError, InvalidArgument
 from acl.model import Acl
 from indexer.index.attributes import frozen_metadata
+from service.access.authorized import AuthorizedAdmin
 from service.access.state import AclView
 from service.access.store_summaries import StoreSummaries, StoreSummary, Viewer
 from service.api.calibration import calibrate
@@ -18,7 +19,6 @@ from service.api.grpc.calibration import calibration_message
 from service.api.grpc.context import Services, rpc
 from service.api.grpc.filters import pushed_modified
 from service.persistence.ports import ADMIN_SOURCE
-from service.security.tokens import require_admin
 
 _SETTINGS = (
     "level",
@@ -54,6 +54,12 @@ def settings_message(services: Services, summary: StoreSummary) -> Any:
     )
 
 
+def _admin(services: Services, context: grpc.ServicerContext) -> AuthorizedAdmin:
+    """The admin operations for this call's caller: each refuses a non-admin (PERMISSION_DENIED)."""
+    identity = services.identity(context)
+    return services.app.admin_for(identity, f"grpc:{identity.user_id}")
+
+
 class AdminServicer:
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -70,9 +76,8 @@ class AdminServicer:
 
     @rpc
     def SetStoreSettings(self, request: Any, context: grpc.ServicerContext) -> Any:
-        require_admin(self.services.identity(context))
         changes = {name: getattr(request, name) for name in _SETTINGS if request.HasField(name)}
-        self.services.app.admin_without_index().update_settings(request.store_id, **changes)
+        _admin(self.services, context).update_settings(request.store_id, changes)
         listing, viewer = self._listing(context)
         return settings_message(self.services, listing.one(request.store_id, viewer))
 
@@ -110,18 +115,7 @@ class AdminServicer:
         return self.services.stubs.admin.ListAuditEntriesResponse(entries=entries)
 
     def _member(self, request: Any, context: grpc.ServicerContext, action: str) -> Any:
-        identity = self.services.identity(context)
-        require_admin(identity)
-        group = request.group if request.group.startswith("group:") else f"group:{request.group}"
-        admin = self.services.app.admin_without_index()
-        actor = f"grpc:{identity.user_id}"
-        if action == "add":
-            changed = admin.add_member(group, request.member, actor)
-        elif action == "remove":
-            changed = admin.remove_member(group, request.member, actor)
-        else:
-            admin.reset_member(group, request.member)
-            changed = True
+        changed = _admin(self.services, context).change_member(action, request.group, request.member)
         return self.services.stubs.admin.GroupMemberResponse(changed=changed)
 
     @rpc
@@ -139,10 +133,10 @@ class AdminServicer:
     @rpc
     def CalibrateStore(self, request: Any, context: grpc.ServicerContext) -> Any:
         identity = self.services.identity(context)
-        require_admin(identity)
         sample = request.sample if request.HasField("sample") else None
         report = calibrate(
             self.services.app,
+            identity,
             request.store_id,
             sample=sample,
             apply=request.apply,
@@ -162,7 +156,7 @@ class IndexingServicer:
     def __init__(self, services: Services) -> None:
         self.services = services
 
-    def _upsert(self, request: Any) -> Any:
+    def _upsert(self, admin: AuthorizedAdmin, request: Any) -> Any:
         if not request.document_id or len(request.document_id) > 1000:
             raise InvalidArgument("document_id must be 1 to 1000 characters")
         kind = request.WhichOneof("content")
@@ -180,7 +174,7 @@ class IndexingServicer:
         # Checked before the store is created: bad metadata changes nothing.
         metadata, modified = frozen_metadata(dict(request.metadata)), pushed_modified(request)
         # A store is created only on request: a mistyped store id is NOT_FOUND.
-        report = self.services.app.ingestor(request.store_id, create=request.create_store).upsert_bytes(
+        report = admin.ingestor(request.store_id, create=request.create_store).upsert_bytes(
             request.document_id,
             data,
             content_type,
@@ -197,16 +191,13 @@ class IndexingServicer:
 
     @rpc
     def UpsertDocument(self, request: Any, context: grpc.ServicerContext) -> Any:
-        require_admin(self.services.identity(context))
-        return self._upsert(request)
+        admin = _admin(self.services, context)
+        admin.may_index()  # before the request is looked at
+        return self._upsert(admin, request)
 
     @rpc
     def DeleteDocument(self, request: Any, context: grpc.ServicerContext) -> Any:
-        require_admin(self.services.identity(context))
-        store = self.services.app.admin_without_index().find_document_store(
-            request.document_id, request.store_id or None
-        )
-        self.services.app.ingestor(store, create=False).delete(request.document_id)
+        _admin(self.services, context).delete_document(request.document_id, request.store_id or None)
         return self.services.stubs.indexing.DeleteDocumentResponse()
 
     def _acl_state(self, view: AclView) -> Any:
@@ -227,36 +218,30 @@ class IndexingServicer:
 
     @rpc
     def SetDocumentAcl(self, request: Any, context: grpc.ServicerContext) -> Any:
-        identity = self.services.identity(context)
-        require_admin(identity)
-        view = self.services.app.admin.set_acl(
-            request.document_id,
-            request.acl.allow,
-            request.acl.deny,
-            f"grpc:{identity.user_id}",
-            request.store_id or None,
+        view = _admin(self.services, context).set_acl(
+            request.document_id, request.acl.allow, request.acl.deny, request.store_id or None
         )
         return self._acl_state(view)
 
     @rpc
     def GetDocumentAcl(self, request: Any, context: grpc.ServicerContext) -> Any:
-        require_admin(self.services.identity(context))
-        view = self.services.app.admin_without_index().acl_view(request.document_id, request.store_id or None)
+        view = _admin(self.services, context).acl_view(request.document_id, request.store_id or None)
         return self._acl_state(view)
 
     @rpc
     def ResetDocumentAcl(self, request: Any, context: grpc.ServicerContext) -> Any:
-        require_admin(self.services.identity(context))
-        return self._acl_state(self.services.app.admin.reset_acl(request.document_id, request.store_id or None))
+        view = _admin(self.services, context).reset_acl(request.document_id, request.store_id or None)
+        return self._acl_state(view)
 
     @rpc
     def BulkUpsert(self, request_iterator: Iterator[Any], context: grpc.ServicerContext) -> Any:
-        require_admin(self.services.identity(context))
+        admin = _admin(self.services, context)
+        admin.may_index()  # before the stream is read
         result = self.services.stubs.indexing.BulkUpsertResult
         results = []
         for request in request_iterator:
             try:
-                done = self._upsert(request)
+                done = self._upsert(admin, request)
             except DocQAError as caught:
                 exc = for_remote_caller(caught)
                 mapping = mapping_for(exc)

@@ -26,7 +26,7 @@ const UPDATE = `mutation Update($storeId: String!, $settings: StoreSettingsInput
 }`;
 const PREVIEW = `query Preview($storeId: String!, $question: String!, $k: Int) {
   relevancyPreview(storeId: $storeId, question: $question, k: $k) {
-    storeId level minThreshold maxThreshold
+    storeId level minThreshold maxThreshold notice
     chunks { maxPassingLevel chunk { documentId chunkId title headingPath score relevance } }
   }
 }`;
@@ -301,7 +301,8 @@ function updatePreview() {
     verdict.className = `verdict ${ok ? "pass" : "fail"}`;
   }
   const total = preview.chunks.length;
-  $("preview-count").textContent = `${passing} of ${total} pass`;
+  // An admin who may read none of the store's documents is told so, not "0 of 0 pass".
+  $("preview-count").textContent = preview.notice || `${passing} of ${total} pass`;
   $("preview-count").dataset.passing = String(passing);
   const threshold = preview.minThreshold + level * (preview.maxThreshold - preview.minThreshold);
   $("preview-threshold").textContent = level === 0

@@ -18,14 +18,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from acl.errors import DocQAError, InvalidArgument, PermissionDenied
+from acl.errors import DocQAError, InvalidArgument
 from indexer.index.attributes import parse_instant
 from service.api.errors import mapping_for
+from service.domain.authorization import AdminOperation, require_admin
 from service.domain.history import HistoryEntry
 from service.domain.queries import Answer, DocumentQuery, MultiDocumentQuery, Query, VectorQuery
 from service.observability.metrics import Metrics
 from service.persistence.ports import AuditLog, AuditRecord
 from service.query.cancellation import Cancellation
+from service.query.disclosure import shown_to
 from service.query.engine import QueryEngine
 from service.security.tokens import Identity
 
@@ -140,7 +142,7 @@ class AuditedQueries:
         )
         if not identity.authenticated:
             log.warning("query %s answered for an unauthenticated caller", answer.query_id)
-        return answer
+        return shown_to(identity, answer)  # the audit row keeps the timings; a non-admin is not shown them
 
     def _record_failure(
         self,
@@ -194,7 +196,7 @@ class AuditedQueries:
             raise InvalidArgument(f"limit must be between 1 and {MAX_AUDIT_LIMIT}")
         if not identity.is_admin:
             if user_id not in (None, "", identity.user_id):
-                raise PermissionDenied("only an admin may read another user's audit entries")
+                require_admin(identity, AdminOperation.READ_OTHERS_AUDIT)
             user_id = identity.user_id
         start = None if since is None else parse_instant(since, "since")
         end = None if until is None else _end_of(until)

@@ -8,8 +8,9 @@ embeds them and the built-in off-topic questions with the store's embedding
 model, and keeps each probe's best cosine over the whole store — and, for a
 near-domain probe, whether the answer's check of the question's names
 (``service.query.answerability``) refuses it whatever its score. It runs for
-an administrator over every chunk, whatever its ACL; the report holds numbers
-only, never a probe or a chunk's text. Storing the proposed scale is the admin
+an administrator over every chunk, whatever its ACL, through the one reader
+named for that (``guarded.StoreWideReads``); the report holds numbers only,
+never a probe or a chunk's text. Storing the proposed scale is the admin
 writer's job (``Admin.apply_calibration``).
 """
 
@@ -24,15 +25,14 @@ import numpy.typing as npt
 from acl.errors import InvalidArgument, NotFound
 from indexer.embedder import Embedder
 from indexer.index import Index
-from indexer.index.filters import Filter, documents_filter
 from indexer.index.port import Vector
 from service.domain.calibration_report import CalibrationReport, NearProbe, ProbeCounts, Sampled, build_report
 from service.domain.near_domain import near_probes
 from service.domain.offtopic import OFF_TOPIC_QUESTIONS
-from service.domain.store import Store
 from service.domain.threshold import Threshold
 from service.persistence.ports import DocumentCatalog, StoreRepository
 from service.query.answerability import unspoken
+from service.query.guarded import StoreWideReads
 from service.query.probes import document_probes
 
 #: Documents sampled when the caller names no number.
@@ -43,8 +43,6 @@ MAX_SAMPLE = 5_000
 DEFAULT_SEED = 17
 #: Chunks of one document read to draw its headings and sentence from.
 MAX_CHUNKS_PER_DOCUMENT = 1_000
-#: Every chunk of the store: no chunk id is left out. The calibration is an admin's, over all content.
-ALL_CHUNKS: Filter = {"field": "chunk_id", "operator": "not in", "value": []}
 #: Neighbours asked for per probe; the best is kept (a few, so an approximate search finds the true best).
 PROBE_K = 5
 #: Texts embedded per call.
@@ -88,7 +86,8 @@ class Calibrator:
         if store is None:
             raise NotFound(f"store {store_id!r} not found")
         wanted = validate_sample(sample)
-        chunks = self._chunk_count(store.id)
+        reads = StoreWideReads(self._index, store.id)
+        chunks = reads.chunk_count()
         documents = sorted((d for d in self._catalog.list_documents(store.id) if d.chunk_count > 0), key=lambda d: d.id)
         if chunks == 0 or not documents:
             raise InvalidArgument(f"store {store.id} has no indexed chunks to calibrate from")
@@ -102,7 +101,7 @@ class Calibrator:
         known: list[str] = []  # text of the sampled documents: the foreign names a near probe may not use
         for document, vector in zip(sampled, fetch, strict=True):
             k = max(1, min(document.chunk_count, MAX_CHUNKS_PER_DOCUMENT))
-            hits = self._index.exact(store.id, vector, k, documents_filter([document.id]))
+            hits = reads.document_hits(vector, k, document.id)
             if not hits:  # the catalog knows it, the index no longer does: nothing to draw from
                 continue
             known += [document.title, *(hit.chunk.text for hit in hits[:KNOWN_CHUNKS_PER_DOCUMENT])]
@@ -110,11 +109,11 @@ class Calibrator:
             titles += t
             headings += h
             sentences += s
-        answerable = self._best_scores(store, embedder, titles + headings + sentences)
+        answerable = self._best_scores(reads, embedder, titles + headings + sentences)
         if not answerable:
             raise InvalidArgument(f"store {store.id} has no indexed chunks to calibrate from")
-        off_topic = self._best_scores(store, embedder, list(self._off_topic))
-        near = self._near_scores(store, embedder, near_probes(titles + headings, known, rng))
+        off_topic = self._best_scores(reads, embedder, list(self._off_topic))
+        near = self._near_scores(reads, embedder, near_probes(titles + headings, known, rng))
         return build_report(
             Sampled(
                 store_id=store.id,
@@ -131,25 +130,19 @@ class Calibrator:
             )
         )
 
-    def _chunk_count(self, store_id: str) -> int:
-        try:
-            return self._index.count(store_id)
-        except NotFound:  # the store was never indexed
-            return 0
-
-    def _near_scores(self, store: Store, embedder: Embedder, probes: Sequence[str]) -> list[NearProbe]:
+    def _near_scores(self, reads: StoreWideReads, embedder: Embedder, probes: Sequence[str]) -> list[NearProbe]:
         """Each near-domain probe's best score, and whether the check of its names refuses it."""
         found: list[NearProbe] = []
         for probe, vector in zip(probes, _embed(embedder, probes), strict=True):
-            hits = self._index.knn(store.id, vector, NEAR_K, ALL_CHUNKS)
+            hits = reads.nearest(vector, NEAR_K)
             if hits:
                 found.append(NearProbe(float(hits[0].score), bool(unspoken(probe, hits))))
         return found
 
-    def _best_scores(self, store: Store, embedder: Embedder, probes: Sequence[str]) -> list[float]:
+    def _best_scores(self, reads: StoreWideReads, embedder: Embedder, probes: Sequence[str]) -> list[float]:
         scores = []
         for vector in _embed(embedder, probes):
-            hits = self._index.knn(store.id, vector, PROBE_K, ALL_CHUNKS)
+            hits = reads.nearest(vector, PROBE_K)
             if hits:
                 scores.append(float(hits[0].score))
         return scores

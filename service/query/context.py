@@ -45,6 +45,9 @@ class QueryContext:
     level: float | None
     principals: frozenset[str]
     clock: Clock = field(default_factory=Clock)
+    #: The authoritative access decisions made so far for this query (document id → readable): each document
+    #: is asked about once per query, however many reads need it (``service.query.guarded``).
+    decided: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
     def thresholds(self) -> tuple[float, float | None]:
         """The level in force and its score threshold (None: no threshold)."""

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 
-from indexer.index import SearchHit, acl_filter, and_, documents_filter
-from service.domain.filters import MetadataFilter, restrict
+from indexer.index import SearchHit
+from service.domain.filters import MetadataFilter
 from service.domain.limits import Limits
 from service.query.answerability import unspoken
 from service.query.context import QueryContext, Scope
+from service.query.guarded import Within
 from service.query.multi_document import multi_document_scope
 from service.query.retrieval import Retrieval
 
@@ -21,12 +22,12 @@ def document_scope(
     With ``filters`` that the document does not match, no chunk at all (whether or not it exists is
     already settled: an unreadable document is NotFound first)."""
     retrieval.readable_or_not_found(ctx, [document_id])
-    whole = retrieval.whole_document(ctx.store, document_id, math.nan)
+    whole = retrieval.whole_document(ctx, document_id, math.nan)
     if not retrieval.fits(ctx.store, [whole.chunk.text]):
         return multi_document_scope(retrieval, limits, ctx, [document_id], None, filters)
     vector = retrieval.embed(ctx)
-    within = restrict(and_(acl_filter(ctx.principals), documents_filter([document_id])), filters)
-    best = retrieval.index.exact(ctx.store.id, vector, 1, within)
+    reads = retrieval.reads(ctx)
+    [best] = reads.checked(reads.exhaustive(vector, 1, Within((document_id,), filters))).lists
     ctx.clock.lap("search")
     if not best and filters is not None and not filters.is_empty:
         return Scope([], None, None, one_document=True)

@@ -95,12 +95,11 @@ class QueryEngine:
         With ``keep`` the answer's history entry is handed to it instead of being committed here: whoever passes
         it must keep the entry before the answer reaches the caller (``AuditedQueries`` does, with the audit row).
         """
-        store = self._store(query.store_id)
+        store, principals = self._store(caller, query.store_id)
         question = self._limits.question(query.question)
         if query.conversation_id is None and says_nothing(question):
             raise InvalidArgument(NOTHING_TO_SEARCH)
         level = parse_level(query.level)
-        principals = self.principals(caller, store.id)
         conversations = self._conversations
         turn = (
             None
@@ -142,10 +141,8 @@ class QueryEngine:
     ) -> Summary:
         """Summarise a document the caller may read (NotFound otherwise, as for a query); see ``summary``.
         ``keep``: as for ``ask``."""
-        store = self._store(request.store_id)
-        summary = self._analysis.summarize(
-            store, self.principals(caller, store.id), self._limits, request, on_text, cancel
-        )
+        store, principals = self._store(caller, request.store_id)
+        summary = self._analysis.summarize(store, principals, self._limits, request, on_text, cancel)
         if self._conversations is not None:
             label = f"Summary ({summary.length.lower()})"
             self._conversations.keep(caller, store.id, "summary", label, summary, [summary.document_id], keep)
@@ -161,10 +158,8 @@ class QueryEngine:
     ) -> Comparison:
         """Compare 2-5 documents the caller may read (NotFound for the whole request if one is not); see
         ``comparison``. ``keep``: as for ``ask``."""
-        store = self._store(request.store_id)
-        comparison = self._analysis.compare(
-            store, self.principals(caller, store.id), self._limits, request, on_text, cancel
-        )
+        store, principals = self._store(caller, request.store_id)
+        comparison = self._analysis.compare(store, principals, self._limits, request, on_text, cancel)
         if self._conversations is not None:
             label = comparison.question or f"Comparison of {len(comparison.document_ids)} documents"
             self._conversations.keep(caller, store.id, "comparison", label, comparison, comparison.document_ids, keep)
@@ -178,9 +173,15 @@ class QueryEngine:
         """
         return caller.principals(self._repo, store_id)
 
-    def _store(self, store_id: str) -> Store:
+    def _store(self, caller: Caller, store_id: str) -> tuple[Store, frozenset[str]]:
+        """The store and the caller's principals in it. NotFound for an unknown store and, in the same words,
+        for a store the caller may read nothing of (read in the statement that reads the store): only an admin
+        learns that such a store exists, to administer it."""
         # An id that is not valid Unicode text (a lone surrogate) names no store: no database can hold one.
-        store = self._repo.get_store(store_id) if isinstance(store_id, str) and is_valid_unicode(store_id) else None
+        if not (isinstance(store_id, str) and is_valid_unicode(store_id)):
+            raise NotFound(f"store {store_id!r} not found")
+        principals = self.principals(caller, store_id)
+        store = self._repo.get_store(store_id) if caller.is_admin else self._repo.store_for_reader(store_id, principals)
         if store is None:
             raise NotFound(f"store {store_id!r} not found")
-        return store
+        return store, principals

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from acl.errors import InvalidArgument
-from indexer.index import acl_filter, and_, documents_filter
-from service.domain.filters import MetadataFilter, restrict
+from service.domain.filters import MetadataFilter
 from service.domain.limits import WHOLE_DOCUMENTS, Limits
 from service.query.answerability import unspoken
 from service.query.context import QueryContext, Scope
+from service.query.guarded import Within
 from service.query.retrieval import Retrieval
 
 
@@ -24,13 +24,10 @@ def multi_document_scope(
     k = limits.chunk_count(max_chunks, ctx.store.max_chunks, allow_whole=True)
     retrieval.readable_or_not_found(ctx, document_ids)
     effective, threshold = ctx.thresholds()
-    store_id = ctx.store.id
-    within = restrict(and_(acl_filter(ctx.principals), documents_filter(document_ids)), filters)
+    within = Within(tuple(document_ids), filters)
     one = len(document_ids) == 1
     if k != WHOLE_DOCUMENTS:
-        vector, candidates = retrieval.candidates(
-            ctx, threshold, k, within, lambda v, n: retrieval.index.exact(store_id, v, n, within)
-        )
+        vector, candidates = retrieval.candidates(ctx, threshold, k, within, exact=True)
         ranked, warning = retrieval.rerank(ctx, vector, candidates)
         missing = unspoken(ctx.question, ranked)
         warnings = (warning,) if warning else ()
@@ -38,11 +35,9 @@ def multi_document_scope(
     # Whole documents: rank each by its best chunk (one bounded request), send the full text.
     documents = len(set(document_ids))
     vector = retrieval.embed(ctx)
-    best = retrieval.search(
-        ctx, None, documents, lambda n: retrieval.index.best_per_document(store_id, vector, n, within)
-    )
+    best = retrieval.search(ctx, None, documents, lambda reads, n: reads.best_of_each(vector, n, within))
     ranked = [
-        retrieval.whole_document(ctx.store, h.chunk.document_id, h.score)
+        retrieval.whole_document(ctx, h.chunk.document_id, h.score)
         for h in best
         if threshold is None or h.score >= threshold
     ]

@@ -1,5 +1,5 @@
-"""The common search path: embed, search with the ACL inside (dense and lexical, fused), check access,
-threshold, widen."""
+"""The common search path: embed, search with the ACL inside (dense and lexical), check access, fuse,
+threshold, widen. Every read goes through the caller's ``CallerIndex`` (``guarded``)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from acl.checker import AccessChecker
-from acl.errors import NotFound
 from indexer.embedder import Embedder
-from indexer.index import ChunkRecord, Filter, Index, SearchHit
+from indexer.index import Index, SearchHit
 from indexer.index.port import Vector
 from service.domain.store import Store
 from service.persistence.ports import DocumentCatalog
 from service.query.context import QueryContext
 from service.query.fusion import fuse, runs_dense, runs_lexical
+from service.query.guarded import CallerIndex, Found, Within
 from service.query.overlap import Overlap
 from service.query.reranking import Reranking
 from service.ranking.port import Reranker
@@ -30,8 +30,8 @@ MAX_FETCH = 10_000
 
 @dataclass(frozen=True, slots=True)
 class _Batch:
-    """One search's ranked hits; ``more``: asking for more could add hits that pass the threshold;
-    ``deeper``: asking for more could add other hits, worth it only to replace unreadable ones."""
+    """One search's ranked readable hits; ``more``: asking for more could add hits that pass the threshold;
+    ``deeper``: asking for more could add other hits, and unreadable ones were dropped (more may replace them)."""
 
     hits: list[SearchHit]
     more: bool
@@ -43,13 +43,9 @@ def first_fetch(k: int) -> int:
     return min(max(2 * k, k + 8), MAX_FETCH) if k < MAX_FETCH else k
 
 
-def _more(hits: Sequence[SearchHit], asked: int, threshold: float | None) -> bool:
-    """Whether a cosine-ranked list cut at ``asked`` may go on with hits at or above ``threshold``."""
-    return len(hits) >= asked and (threshold is None or hits[-1].score >= threshold)
-
-
 class Retrieval:
-    """Finds the chunks a caller may read: the index, the authoritative access check, the catalog."""
+    """Finds the chunks a caller may read, through the caller's ``CallerIndex`` (the index with the ACL inside,
+    the authoritative access check after, the catalog's whole texts)."""
 
     def __init__(
         self,
@@ -62,7 +58,7 @@ class Retrieval:
         reranker: Reranker | None = None,
         candidates: int = CANDIDATES,
     ) -> None:
-        self.index = index
+        self._index = index
         self._reranking = Reranking(reranker)
         self._candidates = candidates
         self._catalog = catalog
@@ -77,23 +73,35 @@ class Retrieval:
         ctx.clock.lap("embed")
         return vector
 
+    def reads(self, ctx: QueryContext) -> CallerIndex:
+        """The store's content as the query's caller may read it (the decisions shared across the query)."""
+        return CallerIndex(
+            index=self._index,
+            checker=self._checker,
+            catalog=self._catalog,
+            store_id=ctx.store.id,
+            principals=ctx.principals,
+            decided=ctx.decided,
+        )
+
     def readable_or_not_found(self, ctx: QueryContext, document_ids: Sequence[str]) -> None:
-        readable = self._checker.readable(ctx.store.id, ctx.principals, document_ids)
-        for document_id in document_ids:
-            if document_id not in readable:
-                # The same words whether it does not exist or may not be read.
-                raise NotFound(f"document {document_id!r} not found in store {ctx.store.id!r}")
+        """NotFound, in the same words whether it does not exist or may not be read, for a document the
+        caller may not read."""
+        self.reads(ctx).require_readable(document_ids)
 
     def search(
-        self, ctx: QueryContext, threshold: float | None, k: int, run: Callable[[int], list[SearchHit]]
+        self, ctx: QueryContext, threshold: float | None, k: int, run: Callable[[CallerIndex, int], Found]
     ) -> list[SearchHit]:
-        """Search with ``run`` (hits ranked by cosine), drop unreadable documents, apply the threshold, keep
-        the top ``k``."""
+        """Search with ``run(reads, n)`` (hits ranked by cosine), drop unreadable documents, apply the threshold,
+        keep the top ``k``."""
+        reads = self.reads(ctx)
 
         def batch(n: int) -> _Batch:
-            hits = run(n)
+            found = run(reads, n)
             ctx.clock.lap("search")
-            return _Batch(hits, _more(hits, n, threshold))
+            [hits] = reads.checked(found).lists
+            ctx.clock.lap("access")
+            return _Batch(hits, found.reaches(n, threshold))
 
         return self._widened(ctx, threshold, k, batch)
 
@@ -102,13 +110,13 @@ class Retrieval:
         ctx: QueryContext,
         threshold: float | None,
         k: int,
-        restrict: Filter,
-        dense: Callable[[Vector, int], list[SearchHit]],
+        within: Within,
+        exact: bool,
     ) -> tuple[Vector, list[SearchHit]]:
-        """The question's vector, and up to ``max(k, CANDIDATES)`` chunks, best first: the dense search
-        ``dense(vector, n)`` and the lexical search of the question, both within ``restrict``, fused by the
-        store's method, then the readable ones that pass the threshold (on the cosine, which is every fused
-        hit's score). The caller cuts to ``k``.
+        """The question's vector, and up to ``max(k, CANDIDATES)`` chunks, best first: the dense search (exact
+        kNN with ``exact``, else ANN) and the lexical search of the question, both among the chunks the caller
+        may read ``within`` the scope, checked, fused by the store's method, then the ones that pass the
+        threshold (on the cosine, which is every fused hit's score). The caller cuts to ``k``.
 
         The lexical search needs no vector, so its first round runs beside the question's embedding, on a
         thread of its own when one is free (``Overlap``)."""
@@ -116,33 +124,37 @@ class Retrieval:
         method = store.fusion
         want = max(k, self._candidates)
         first = first_fetch(want)
-        early = (
-            self._overlap.start(self.index.lexical, store.id, ctx.question, first, restrict)
-            if runs_lexical(method)
-            else None
-        )
+        reads = self.reads(ctx)
+        dense = reads.exhaustive if exact else reads.approximate
+        early = self._overlap.start(reads.keyword, ctx.question, first, within) if runs_lexical(method) else None
         vector = self.embed(ctx)
 
         def batch(n: int) -> _Batch:
             nonlocal early
-            dense_hits: list[SearchHit] = []
-            lexical_hits: list[SearchHit] = []
+            dense_found = Found([])
+            lexical_found = Found([])
             if runs_dense(method):
-                dense_hits = dense(vector, n)
+                dense_found = dense(vector, n, within)
                 ctx.clock.lap("search")
             if runs_lexical(method):
                 if early is not None and n == first:
-                    lexical_hits, took_ms = early.result()
+                    lexical_found, took_ms = early.result()
                     ctx.clock.lap("lexical_wait")
                     ctx.clock.add("lexical", took_ms)
                 else:
-                    lexical_hits = self.index.lexical(store.id, ctx.question, n, restrict)
+                    lexical_found = reads.keyword(ctx.question, n, within)
                     ctx.clock.lap("lexical")
                 early = None
+            # Both lists checked at once (one statement); only readable hits are fused, so no unreadable hit
+            # moves a readable one's rank.
+            checked = reads.checked(dense_found, lexical_found)
+            ctx.clock.lap("access")
+            dense_hits, lexical_hits = checked.lists
             # Every chunk at or above the threshold is in a deep enough dense list, so only the dense list
             # widens for the threshold; the lexical list widens only past unreadable hits.
             fused = fuse(method, dense_hits, lexical_hits, vector, store.lexical_weight)
-            return _Batch(fused, runs_dense(method) and _more(dense_hits, n, threshold), len(lexical_hits) >= n)
+            more = runs_dense(method) and dense_found.reaches(n, threshold)
+            return _Batch(fused, more, checked.dropped and lexical_found.fetched >= n)
 
         return vector, self._widened(ctx, threshold, want, batch)
 
@@ -154,7 +166,7 @@ class Retrieval:
     def _widened(
         self, ctx: QueryContext, threshold: float | None, k: int, run: Callable[[int], _Batch]
     ) -> list[SearchHit]:
-        """The first ``k`` readable hits of ``run`` that pass the threshold.
+        """The first ``k`` hits of ``run`` (readable: ``run`` checks them) that pass the threshold.
 
         The index's ACL copy may be stale (a revocation not yet re-indexed), so
         the search fetches more than ``k`` and widens while the authoritative
@@ -163,37 +175,15 @@ class Retrieval:
         fetch = first_fetch(k)
         while True:
             found = run(fetch)
-            hits = found.hits
-            readable = self._checker.readable(ctx.store.id, ctx.principals, {h.chunk.document_id for h in hits})
-            ctx.clock.lap("access")
-            passed = [
-                h for h in hits if h.chunk.document_id in readable and (threshold is None or h.score >= threshold)
-            ]
-            dropped = len(readable) < len({h.chunk.document_id for h in hits})
-            if len(passed) >= k or not (found.more or (found.deeper and dropped)) or fetch >= MAX_FETCH:
+            passed = [h for h in found.hits if threshold is None or h.score >= threshold]
+            if len(passed) >= k or not (found.more or found.deeper) or fetch >= MAX_FETCH:
                 return passed[:k]
             fetch = min(fetch * 4, MAX_FETCH)
 
-    def whole_document(self, store: Store, document_id: str, score: float) -> SearchHit:
-        """The document's whole extracted text as one hit (``<id>#all``); ``score`` NaN = unknown."""
-        document = self._catalog.get_document(store.id, document_id)
-        if document is None:
-            raise NotFound(f"document {document_id!r} not found in store {store.id!r}")
-        return SearchHit(
-            ChunkRecord(
-                chunk_id=f"{document_id}#all",
-                document_id=document_id,
-                ordinal=0,
-                text=document.text,
-                title=document.title,
-                source_uri=document.source_uri,
-                heading_path=(),
-                start=0,
-                end=len(document.text),
-                acl=document.acl,
-            ),
-            score,
-        )
+    def whole_document(self, ctx: QueryContext, document_id: str, score: float) -> SearchHit:
+        """The document's whole extracted text as one hit (``<id>#all``; ``score`` NaN = unknown); NotFound
+        unless the caller may read it."""
+        return self.reads(ctx).whole_document(document_id, score)
 
     def whole_budget(self) -> int:
         """Tokens whole documents may take: the generator's context less room for the prompt."""

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Sequence
 
 from acl.errors import GeneratorUnavailable
-from indexer.index import ChunkRecord, acl_filter, and_, documents_filter
+from indexer.index import ChunkRecord
 from service.domain.analysis import Summary, SummaryLength, SummarySection
 from service.domain.queries import group_by_document
 from service.domain.source_links import source_link
@@ -42,9 +42,7 @@ EMPTY_DOCUMENT = "The document has no indexed text to summarise."
 def readable_chunks(retrieval: Retrieval, ctx: QueryContext, document_id: str) -> list[ChunkRecord]:
     """The document's chunks in order, NotFound unless the caller may read it (authoritative check first; then
     the index read with the caller's ACL and the document inside the filter)."""
-    retrieval.readable_or_not_found(ctx, [document_id])
-    restrict = and_(acl_filter(ctx.principals), documents_filter([document_id]))
-    chunks = retrieval.index.document_chunks(ctx.store.id, document_id, restrict)
+    chunks = retrieval.reads(ctx).chunks_of(document_id)
     ctx.clock.lap("chunks")
     return chunks
 

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from acl.model import Acl
-from indexer.index import Filter, SearchHit, acl_filter
+from indexer.index import Filter, SearchHit
 from service.domain.queries import MultiDocumentQuery, VectorQuery
 from service.query.context import QueryContext
+from service.query.guarded import Within
 from service.query.retrieval import CANDIDATES
 from tests.fakes import FakeIndex
 from tests.unit.engine_world import STORE, World, make_world
@@ -111,9 +112,8 @@ def test_candidates_are_more_than_k_and_the_scope_cuts(world: World) -> None:
     store = world.repo.get_store(STORE)
     assert store is not None
     ctx = QueryContext(store, QUESTION, 0.0, frozenset({"group:everyone"}))
-    allowed = acl_filter(ctx.principals)
     vector, found = world.engine._retrieval.candidates(  # the reranker's input, before the cut
-        ctx, None, 1, allowed, lambda v, n: world.index.knn(STORE, v, n, allowed)
+        ctx, None, 1, Within(), exact=False
     )
     np.testing.assert_array_equal(vector, world.embedder.embed_query(QUESTION))
     assert len(found) == CANDIDATES

@@ -79,6 +79,14 @@ def test_a_bad_length_is_invalid(bad: object) -> None:
 def test_unreadable_and_nonexistent_documents_read_the_same() -> None:
     world = with_generator(make_world(), RecordingGenerator())
     add_sections(world, "secret", HANDBOOK, FINANCE)
+    # A store the caller may read nothing of is not found, as an unknown store is: not "document not found".
+    unreadable_store = []
+    for store in (STORE, "nope"):
+        with pytest.raises(NotFound) as caught:
+            world.engine.summarize(ALICE, SummaryRequest(store, "secret"))
+        unreadable_store.append(caught.value.message.replace(repr(store), "'X'"))
+    assert unreadable_store == ["store 'X' not found"] * 2
+    add_sections(world, "public", HANDBOOK, EVERYONE)  # now alice may read something in the store
     messages = []
     for document_id in ("secret", "missing"):
         with pytest.raises(NotFound) as caught:

@@ -1,0 +1,35 @@
+"""``python -m bench.leakage --probes N [--seed S] [--json OUT]``: the leakage benchmark against DocQA."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from bench.leakage.docqa_target import DocQATarget
+from bench.leakage.run import run, table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.leakage", description=__doc__)
+    parser.add_argument("--probes", type=int, default=10_000, help="requests in all, timing pairs included")
+    parser.add_argument("--seed", type=int, default=35)
+    parser.add_argument("--timing-pairs", type=int, default=500, help="pairs per timing test (default 500)")
+    parser.add_argument("--cli-share", type=float, default=0.03, help="share of probes sent through the CLI")
+    parser.add_argument(
+        "--filler", type=int, default=200, help="more forbidden documents holding the timing probe's words"
+    )
+    parser.add_argument("--json", type=Path, default=None, help="write the whole report as JSON here")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary data directory")
+    args = parser.parse_args(argv)
+    target = DocQATarget(keep=args.keep)
+    report = run(target, args.probes, args.seed, args.timing_pairs, args.cli_share, log=sys.stderr, filler=args.filler)
+    print(table(report), flush=True)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.as_dict(), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -27,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     report = run(target, args.probes, args.seed, args.timing_pairs, args.cli_share, log=sys.stderr, filler=args.filler)
     print(table(report), flush=True)
     if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report.as_dict(), indent=1))
     return 0
 

@@ -114,7 +114,8 @@ class RagTarget(abc.ABC):
         """The ratings exported (e.g. as an evaluation file) by an administrator."""
 
     def rank_lexically(self, store: str) -> None:
-        """Optional: make ``store`` rank by BM25 alone, so that its lexical statistics show in scores."""
+        """Optional: make ``store`` rank by BM25 alone with no relevancy threshold, so that its lexical statistics
+        show in the order of what a caller gets back."""
         raise NotSupported("no lexical-only ranking")
 
     # -- changes between probes (each returns when the service says it is done) -----------------------------

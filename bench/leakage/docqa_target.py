@@ -76,7 +76,10 @@ class DocQATarget(RagTarget):
     # -- life cycle ------------------------------------------------------------------------------------------
     def _env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("DOCQA_")}
-        return {**env, "DOCQA_DATA_DIR": str(self.data_dir), "PYTHONPATH": str(ROOT)}
+        # No reranker: the offline one recomputes its statistics over the readable candidates and would hide a
+        # lexical-statistics leak in the order; without it the BM25 order reaches the caller as it is (access
+        # is the same either way).
+        return {**env, "DOCQA_DATA_DIR": str(self.data_dir), "PYTHONPATH": str(ROOT), "DOCQA_RERANK__KIND": "none"}
 
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
@@ -468,7 +471,7 @@ class DocQATarget(RagTarget):
     def rank_lexically(self, store: str) -> None:
         reply = self._graphql(
             ADMIN,
-            'mutation($s:String!){updateStoreSettings(storeId:$s,settings:{fusion:"lexical"}){fusion}}',
+            'mutation($s:String!){updateStoreSettings(storeId:$s,settings:{fusion:"lexical",level:0}){fusion}}',
             {"s": store},
         )
         if not reply.ok:

@@ -87,6 +87,7 @@ class Prober:
         self.tally = Tally()
         self.conversations: dict[str, str] = {}  # user -> a conversation of theirs about content later revoked
         self.statistics_ready: bool | None = None
+        self.planted = 0  # documents the statistics probe planted (and removed) so far
 
     # -- judging ---------------------------------------------------------------------------------------------
     def scan(
@@ -360,10 +361,11 @@ class Prober:
             self.scan("export", "cli", user, f"export({store})", reply, ids=forbidden)
 
     def probe_statistics(self, transport: str, user: str) -> None:
-        """Scores of a readable document for a word also in a document the caller may not read vs a word only in
-        the readable one, equally often: equal unless unreadable rows count in the ranking's statistics."""
+        """The caller's lexical ranking before and after a document they may not read, holding one of the
+        question's words many times, is added: the same unless unreadable rows count in the ranking's statistics
+        (the same question both times, so the embedding and every cosine are the same)."""
         store = self.world.statistics_store
-        shared, alone, spare = self.world.statistics_terms
+        shared, alone, _spare = self.world.statistics_terms
         if not shared or self.statistics_ready is False:
             return
         if self.statistics_ready is None:
@@ -374,30 +376,26 @@ class Prober:
                 self.statistics_ready = False
                 self.tally.not_supported.setdefault("statistics", set()).add("*")
                 return
-        documents = [d for d in self.world.documents.values() if d.store == store]
-        readers = [
-            u for u in READERS
-            if any(shared in d.extra and self.world.may_read(u, d) for d in documents)
-            and any(shared in d.extra and not self.world.may_read(u, d) for d in documents)
-        ]  # fmt: skip
-        if not readers:
-            return
+        readers = [u for u in READERS if u != "vic"]
         user = user if user in readers else self.rng.choice(readers)
-        # The control first: two words only the readable document holds must score alike, or the probe cannot
-        # tell statistics from the words themselves (then it is counted as inconclusive, not as a leak).
-        control = Prober(self.target, self.world, self.rng)
+        question = f"{shared} {alone}"
+        self.planted += 1
+        planted = f"lab/planted-{self.planted:04d}.md"
+
+        def after() -> Reply:
+            text = "# Planted ledger\n\n" + " ".join([shared] * 40) + "\n"
+            self.target.rewrite(store, planted, "Planted ledger", text, ["user:vic"], [])
+            try:
+                return self.target.ask(transport, user, store, question, llm=False)
+            finally:
+                self.target.delete(store, planted)
+
         try:
-            control.differential("statistics", transport, user, "control",
-                                 lambda: self.target.ask(transport, user, store, alone, llm=False),
-                                 lambda: self.target.ask(transport, user, store, spare, llm=False),
-                                 {alone: "<T>", spare: "<T>"}, numbers=False)  # fmt: skip
-            if control.tally.leaks:
-                self.tally.inconclusive += 1
-                return
-            self.differential("statistics", transport, user, f"lexical scores in {store}: {shared} vs {alone}",
-                              lambda: self.target.ask(transport, user, store, shared, llm=False),
-                              lambda: self.target.ask(transport, user, store, alone, llm=False),
-                              {shared: "<T>", alone: "<T>"}, numbers=False)  # fmt: skip
+            self.differential(
+                "statistics", transport, user,
+                f"lexical ranking in {store} for {question!r} before / after an unreadable document holding {shared}",
+                lambda: self.target.ask(transport, user, store, question, llm=False), after, {}, numbers=False,
+            )  # fmt: skip
         except NotSupported:
             self.tally.not_supported.setdefault("statistics", set()).add(transport)
 

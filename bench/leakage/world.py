@@ -197,11 +197,17 @@ def generate(seed: int, filler: int = 0) -> World:
         "legal": {"user:carol"},
     }
     shared, alone, spare = (f"{p}{_token(rng, 6).lower()}" for p in ("zeph", "quor", "vimt"))
+    # The statistics probe asks for both words, then plants a document nobody but vic may read holding the first
+    # many times and asks again: with statistics over what the caller may read nothing moves; with statistics
+    # over every row the planted rows lower the first word's weight and the pipit notes overtake the lark handbook.
+    pipit = Document("lab", "lab/pipit.md", "public", "pipit field notes", ["group:everyone"])
+    pipit.canary, pipit.title_canary = f"CANARY-PUBLIC-{_token(rng)}", f"TITLE-PUBLIC-{_token(rng, 6)}"
+    docs.append(pipit)
     for document in docs:
         if document.id == "lab/lark.md":
-            document.extra = f"The lark handbook names {shared} once, {alone} once and {spare} once."
-        elif document.id == "lab/wren.md":
-            document.extra = f"The wren ledger names {shared}, {shared} and {shared} again."
+            document.extra = f"The lark handbook names {shared} and {shared} again, and {spare} once."
+        elif document.id == "lab/pipit.md":
+            document.extra = f"The pipit field notes name {alone} once."
     timing_terms = [f"tm{_token(rng, 8).lower()}" for _ in range(8)]
     docs[1].extra = "Archive keys: " + " ".join(timing_terms) + "."
     for i in range(filler):

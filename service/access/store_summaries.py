@@ -11,12 +11,13 @@ the authoritative access check, the same one every query runs.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 
 from acl.checker import AccessChecker
 from acl.errors import NotFound
 from service.domain.queries import Caller
-from service.domain.store import Store
+from service.domain.store import DocumentRecord, Store
 from service.persistence.ports import SettingsRepository
 
 
@@ -83,14 +84,28 @@ class StoreSummaries:
             raise NotFound(f"store {store_id!r} not found")
         return summary
 
-    def _summary(self, store: Store, viewer: Viewer) -> StoreSummary | None:
+    def readable_documents(self, store_id: str, caller: Caller) -> tuple[Store, builtins.list[DocumentRecord]]:
+        """The store and the documents of it ``caller`` may read, in the repository's order, whatever the
+        caller's role (the console's document picker); NotFound, in an unknown store's words, when they may
+        read none of them."""
+        store = self._repo.get_store(store_id) if isinstance(store_id, str) else None
+        seen = None if store is None else self._readable(store, caller)
+        if store is None or not seen:
+            raise NotFound(f"store {store_id!r} not found")
+        return store, seen
+
+    def _readable(self, store: Store, caller: Caller) -> builtins.list[DocumentRecord]:
         documents = self._repo.list_documents(store.id)
-        if viewer.is_admin or viewer.caller is None:
-            return StoreSummary(store, len(documents), sum(d.chunk_count for d in documents))
         # A store's own manifest groups count for its documents only, as in every query.
-        principals = viewer.caller.principals(self._repo, store.id)
+        principals = caller.principals(self._repo, store.id)
         readable = self._checker.readable(store.id, principals, [d.id for d in documents])
-        if not readable:
+        return [d for d in documents if d.id in readable]
+
+    def _summary(self, store: Store, viewer: Viewer) -> StoreSummary | None:
+        if viewer.is_admin or viewer.caller is None:
+            documents = self._repo.list_documents(store.id)
+            return StoreSummary(store, len(documents), sum(d.chunk_count for d in documents))
+        seen = self._readable(store, viewer.caller)
+        if not seen:
             return None
-        seen = [d for d in documents if d.id in readable]
         return StoreSummary(store, len(seen), sum(d.chunk_count for d in seen), admin_view=False)

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import strawberry
 
-from acl.checker import AccessChecker
 from acl.errors import InvalidArgument, NotFound
 from indexer.loaders import content_type_for
 from indexer.source_uris import shown_source_uri
+from service.access.store_summaries import StoreSummaries
 from service.api.audit import AuditedQueries
 from service.api.graphql.results import Chunk
 from service.bootstrap import App
@@ -95,16 +95,8 @@ def readable_documents(
 ) -> list[DocumentInfo]:
     """The documents of ``store_id`` the caller may read whose id or title holds ``search``, by title."""
     page = _Page.of(search, first)
-    repository = app.repository
-    store = repository.get_store(store_id) if isinstance(store_id, str) else None
-    if store is None:
-        raise NotFound(f"store {store_id!r} not found")
-    documents = repository.list_documents(store.id)
-    principals = identity.caller().principals(repository, store.id)
-    readable = AccessChecker(repository).readable(store.id, principals, [d.id for d in documents])
-    if not readable:
-        raise NotFound(f"store {store_id!r} not found")
-    shown = [d for d in documents if d.id in readable and page.matches(d.id, d.title)]
+    store, readable = StoreSummaries(app.repository).readable_documents(store_id, identity.caller())
+    shown = [d for d in readable if page.matches(d.id, d.title)]
     shown.sort(key=lambda d: (d.title.casefold(), d.id))
     return [
         DocumentInfo(

@@ -48,6 +48,10 @@ class BaseUrlRepository(SqlSettingsRepository):
         store = super().get_store(store_id)
         return None if store is None else replace(store, source_base_url=self.base_url)
 
+    def store_for_reader(self, store_id: str, principals: frozenset[str]) -> Store | None:
+        store = super().store_for_reader(store_id, principals)
+        return None if store is None else replace(store, source_base_url=self.base_url)
+
 
 def _add(index: Index, repository: SqlSettingsRepository, document_id: str, texts: list[str], **how: Any) -> None:
     """One document's chunks as the indexer stores a PDF (a page per chunk) or an HTML page (an anchor each)."""

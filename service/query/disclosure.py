@@ -1,8 +1,9 @@
 """What of a finished answer its caller is shown, decided once for every transport.
 
-Step timings are measured over work done before access is decided: the lexical search scores every row that
-holds a word before the caller's ACL removes the unreadable ones, so how long it took tells whether a word
-exists in documents the caller cannot read (one question carries many guesses). ``total`` includes that step.
+Step timings are measured over work done before access is decided: the lexical search reads the postings of
+every row that holds a word, readable or not (on OpenSearch it scores them all), so how long it took tells
+whether a word exists in documents the caller cannot read (one question carries many guesses). ``total``
+includes that step.
 So a caller who is not an admin gets no timings at all; an admin (who may read the audit trail, where the
 timings are kept as measured) gets them. ``AuditedQueries`` and ``AuditedAnalysis`` — the one path by which
 the gRPC and GraphQL servers, their streams and the remote CLI get an answer — apply this after the audit row

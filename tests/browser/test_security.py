@@ -64,6 +64,7 @@ def test_both_pages_run_under_the_csp_without_a_violation(open_page: Any, server
     expect(page.locator("#console")).to_be_visible()
     page.get_by_label("Sample question").fill("How many vacation days do I get?")
     page.get_by_role("button", name="Preview").click()
+    expect(page.locator("#preview-result")).to_be_visible()
     page.locator("#preview-level").fill("0.8")
     page.get_by_role("button", name="Calibrate").click()
     expect(page.locator("#calibration-svg")).to_be_visible(timeout=60_000)

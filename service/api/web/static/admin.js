@@ -93,8 +93,11 @@ async function loadStore() {
     stats.removeAttribute("aria-busy");
   }
   showStore(data.store);
-  state.preview = null;
-  $("preview-result").hidden = true;
+  // A preview asked for this store while its settings loaded stays; one for another store goes.
+  if (state.preview && state.preview.storeId !== storeId()) {
+    state.preview = null;
+    $("preview-result").hidden = true;
+  }
   state.report = null;
   $("calibration-result").hidden = true;
   $("calibrate-apply").hidden = true;
@@ -243,7 +246,7 @@ async function onPreviewSubmit(event) {
   notify($("notice"), "");
   try {
     const data = await graphql(PREVIEW, { storeId: storeId(), question, k });
-    state.preview = data.relevancyPreview;
+    state.preview = { ...data.relevancyPreview, storeId: storeId() };
   } catch (error) {
     failed(error);
     return;

@@ -303,8 +303,10 @@ class RerankConfig(_Section):
 
     #: ``offline``: the store's embedding model and text evidence, no extra model (the default);
     #: ``watsonx``: watsonx.ai's rerank API with ``model_id``, through ``generator.watsonx``'s connection;
-    #: ``cross_encoder``: a local sentence-transformers CrossEncoder from ``model_path``; ``none``: retrieval order.
-    kind: Literal["offline", "watsonx", "cross_encoder", "none"] = "offline"
+    #: ``cross_encoder``: a local sentence-transformers CrossEncoder from ``model_path``; ``adapted``: each
+    #: store's own model (``docqa adapt``) over the offline order, the offline reranker where a store has none;
+    #: ``none``: retrieval order.
+    kind: Literal["offline", "watsonx", "cross_encoder", "adapted", "none"] = "offline"
     #: Candidates the reranker orders (the best of them are kept: a query's k or the store's max_chunks).
     candidates: int = Field(30, ge=1, le=1000)
     #: The watsonx.ai rerank model (kind ``watsonx``).

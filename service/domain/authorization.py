@@ -33,6 +33,7 @@ class AdminOperation(StrEnum):
     READ_FEEDBACK = "read a store's ratings"
     READ_OTHERS_AUDIT = "read another user's audit entries"
     OPEN_ADMIN_CONSOLE = "open the web console's admin page and script"
+    ADAPT_STORE = "train and install a store's adapted reranker"
 
 
 class HasRole(Protocol):

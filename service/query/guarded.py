@@ -204,3 +204,62 @@ class StoreWideReads:
     def nearest(self, vector: Vector, k: int) -> list[SearchHit]:
         """The ``k`` chunks of the store nearest ``vector`` (approximate)."""
         return self._index.knn(self._store_id, vector, k, ALL_CHUNKS)
+
+
+class TrainingReads:
+    """The content a store's adapted reranker may learn from (``docqa adapt``), and nothing else.
+
+    A model trained on a chunk is a weak channel to that chunk for whoever it later ranks for, so by default it
+    learns only from what every caller of the store may read: the documents the principal set ``principals``
+    (``group:everyone`` unless an admin names a wider-read group) may read, through a ``CallerIndex`` for them,
+    so every search and every chunk passes the same ACL filter and authoritative check as a caller's query.
+    ``everything`` (an admin's documented opt-in) reads every chunk of the store whatever its ACL."""
+
+    def __init__(
+        self,
+        *,
+        index: Index,
+        checker: AccessChecker,
+        catalog: DocumentCatalog,
+        store_id: str,
+        principals: frozenset[str],
+        everything: bool = False,
+    ) -> None:
+        self._index = index
+        self._catalog = catalog
+        self._store_id = store_id
+        self.everything = everything
+        self.principals = principals
+        self._caller = CallerIndex(
+            index=index, checker=checker, catalog=catalog, store_id=store_id, principals=principals
+        )
+
+    @property
+    def scope(self) -> str:
+        """What the model learns from, in words (kept in its manifest)."""
+        return "all content" if self.everything else "readable by " + ", ".join(sorted(self.principals))
+
+    def documents(self) -> list[str]:
+        """The ids of the store's documents in scope, sorted."""
+        ids = sorted(d.id for d in self._catalog.list_documents(self._store_id))
+        return ids if self.everything else sorted(self._caller.readable(ids))
+
+    def chunks_of(self, document_id: str) -> list[ChunkRecord]:
+        """A document's chunks in order (NotFound for one out of scope)."""
+        if not self.everything:
+            return self._caller.chunks_of(document_id)
+        scope = documents_filter([document_id])
+        chunks = self._index.document_chunks(self._store_id, document_id, scope)
+        return [c for c in chunks if c.document_id == document_id]
+
+    def nearest(self, vector: Vector, k: int) -> list[SearchHit]:
+        """The ``k`` chunks in scope nearest ``vector`` (approximate)."""
+        if self.everything:
+            return self._index.knn(self._store_id, vector, k, ALL_CHUNKS)
+        return self._caller.checked(self._caller.approximate(vector, k, Within())).lists[0]
+
+    def keyword(self, text: str, k: int) -> list[SearchHit]:
+        """BM25's ``k`` best chunks in scope for ``text``."""
+        if self.everything:
+            return self._index.lexical(self._store_id, text, k, ALL_CHUNKS)
+        return self._caller.checked(self._caller.keyword(text, k, Within())).lists[0]

@@ -40,7 +40,8 @@ class Reranking:
         if self.reranker is None or len(hits) < 2:
             return list(hits), None
         try:
-            ranked = self.reranker.for_model(ctx.store.embedding_model).rerank(ctx.question, question_vector, hits)
+            reranker = self.reranker.for_store(ctx.store.id).for_model(ctx.store.embedding_model)
+            ranked = reranker.rerank(ctx.question, question_vector, hits)
             order = [r.hit for r in ranked]
             if sorted(map(id, order)) != sorted(map(id, hits)):
                 raise Unavailable("reranker unavailable: it did not return each candidate once")
@@ -54,4 +55,4 @@ class Reranking:
             log.warning("store %s: %s; keeping the retrieval order", ctx.store.id, reason)
             return list(hits), f"{reason}; {FALLBACK}"
         ctx.clock.lap("rerank")
-        return order, None
+        return order, reranker.notice

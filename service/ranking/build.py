@@ -34,7 +34,12 @@ def build_reranker(settings: Settings, embedder_for: Callable[[str], Embedder]) 
         )
     from service.ranking.offline import OfflineReranker
 
-    return OfflineReranker(embedder_for, model=settings.embedding.model)
+    offline = OfflineReranker(embedder_for, model=settings.embedding.model)
+    if config.kind == "adapted":
+        from service.ranking.adapted import AdaptedReranker
+
+        return AdaptedReranker(offline, settings.data_dir)
+    return offline
 
 
 def check(settings: Settings) -> list[tuple[str, bool, str]]:
@@ -44,6 +49,8 @@ def check(settings: Settings) -> list[tuple[str, bool, str]]:
         return [("reranker", True, "none: sources stay in retrieval order")]
     if config.kind == "offline":
         return [("reranker", True, "offline: the store's embedding model and text evidence (no extra model)")]
+    if config.kind == "adapted":
+        return [("reranker", True, "adapted: each store's model from docqa adapt (the offline reranker where none)")]
     if config.kind == "cross_encoder":
         path = config.model_path
         ok = path is not None and (path / "config.json").is_file()

@@ -34,10 +34,16 @@ class Reranker(ABC):
 
     #: What the reranker is, for logs, ``docqa doctor`` and timings ("offline", "watsonx:<model>", ...).
     name: str
+    #: A warning for the answer when this reranker stands in for the one configured (None: it is that one).
+    notice: str | None = None
 
     @abstractmethod
     def rerank(self, question: str, question_vector: Vector, hits: Sequence[SearchHit]) -> list[Reranked]:
         """``hits`` (already access-checked), best first, each with its score."""
+
+    def for_store(self, store_id: str) -> Reranker:
+        """This reranker for one store; the default ignores the store, the adapted one returns its model."""
+        return self
 
     def for_model(self, embedding_model: str) -> Reranker:
         """This reranker for a store whose question and chunk vectors come from ``embedding_model``.

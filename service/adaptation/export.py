@@ -1,5 +1,8 @@
 """The trained cross-encoder as ONNX: fp32 from torch, then an int8 copy (ONNX Runtime's dynamic quantisation).
 
+The int8 copy stores the weights of every ``MatMul`` and the token embedding table (``Gather``) as int8 with a
+scale per channel: a 3-layer model goes from ~70 MB to ~18 MB.
+
 The fp32 graph is checked against torch on probe pairs before it is accepted; which of the two is installed
 is the evaluation's call (``evaluation.pick_precision``): int8 where it keeps the ranking.
 """
@@ -85,7 +88,7 @@ def quantize_int8(fp32: Path, target: Path) -> None:
             str(target),
             per_channel=True,
             weight_type=QuantType.QInt8,
-            op_types_to_quantize=["MatMul"],
+            op_types_to_quantize=["MatMul", "Gather"],  # Gather: the token embeddings, two thirds of the file
             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
         )
     finally:

@@ -114,6 +114,7 @@ def install(folder: Path, data_dir: Path, store_id: str) -> Path:
     target = model_folder(data_dir, store_id)
     previous = target.with_name("model.previous")
     verify(folder, store_id)  # never install what a server would refuse
+    target.parent.mkdir(parents=True, exist_ok=True)
     if previous.exists():
         shutil.rmtree(previous)
     if target.exists():

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from service.access.admin import Admin
     from service.access.authorized import AuthorizedAdmin
     from service.access.state import AccessState
+    from service.adaptation.background import AdaptJobs
+    from service.adaptation.options import AdaptOptions
     from service.domain.authorization import HasRole
     from service.generation.port import Generator
     from service.history.service import HistoryService
@@ -58,6 +60,8 @@ class App:
     _reranker: Reranker | None = None
     _reranker_ready: bool = False  # built (or handed in); None then means rerank.kind none
     _batch_questions: bool = False  # a server's concurrent questions share encoder calls (query_batching)
+    _adapt_options: AdaptOptions | None = None  # the base of the adaptations a server starts (None: the defaults)
+    _adapt_jobs: AdaptJobs | None = None
 
     @property
     def repository(self) -> SettingsRepository:
@@ -299,6 +303,16 @@ class App:
             ingestor=self.ingestor,
         )
 
+    @property
+    def adapt_jobs(self) -> AdaptJobs:
+        """The adaptations the servers run in the background (``startAdaptation``), one per store at a time."""
+        with self._lock:
+            if self._adapt_jobs is None:
+                from service.adaptation.background import AdaptJobs
+
+                self._adapt_jobs = AdaptJobs(self, self._adapt_options)
+            return self._adapt_jobs
+
     def ingestor(self, store_id: str, *, create: bool = True):  # type: ignore[no-untyped-def]
         """An ingestor for ``store_id``, creating the store and its index if new.
 
@@ -403,8 +417,10 @@ def build_app(
     generator: Generator | None = None,
     embedder_factory: EmbedderFactory | None = None,
     reranker: Reranker | None = None,
+    adapt_options: AdaptOptions | None = None,
 ) -> App:
-    """Build the application from configuration and any adapters handed in."""
+    """Build the application from configuration and any adapters handed in (``adapt_options``: the base of the
+    adaptations its servers start; a test's train in seconds)."""
     return App(
         settings=settings,
         _repository=repository,
@@ -413,4 +429,5 @@ def build_app(
         _embedder_factory=embedder_factory,
         _reranker=reranker,
         _reranker_ready=reranker is not None,
+        _adapt_options=adapt_options,
     )

@@ -37,6 +37,8 @@ GRAPHQL_ADMIN: dict[str, str] = {
         f'mutation {{ updateStoreSettings(storeId: "{STORE}", settings: {{level: 0.9, maxChunks: 2}}) {{ id }} }}'
     ),
     "calibrateStore": f'mutation {{ calibrateStore(storeId: "{STORE}", apply: true) {{ applied }} }}',
+    "startAdaptation": f'mutation {{ startAdaptation(storeId: "{STORE}") {{ state }} }}',
+    "adaptation": f'query {{ adaptation(storeId: "{STORE}") {{ state }} }}',
     "setDocumentAcl": (
         'mutation { setDocumentAcl(documentId: "executive-pay", allow: ["group:everyone"]) { source } }'
     ),
@@ -83,6 +85,8 @@ GRPC_ADMIN: dict[str, Request] = {
     "docqa.v1.AdminService/RemoveGroupMember": lambda s: s.admin.GroupMemberRequest(group="hr", member="user:alice"),
     "docqa.v1.AdminService/ResetGroupMember": lambda s: s.admin.GroupMemberRequest(group="hr", member="user:alice"),
     "docqa.v1.AdminService/CalibrateStore": lambda s: s.admin.CalibrateStoreRequest(store_id=STORE, apply=True),
+    "docqa.v1.AdminService/StartAdaptation": lambda s: s.admin.StartAdaptationRequest(store_id=STORE),
+    "docqa.v1.AdminService/GetAdaptation": lambda s: s.admin.GetAdaptationRequest(store_id=STORE),
     "docqa.v1.IndexingService/UpsertDocument": _upsert,
     "docqa.v1.IndexingService/BulkUpsert": lambda s: iter([_upsert(s)]),
     "docqa.v1.IndexingService/DeleteDocument": lambda s: s.indexing.DeleteDocumentRequest(
@@ -175,7 +179,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[App, Serve
 
 
 def snapshot(app: App) -> dict[str, Any]:
-    """Everything an admin operation could change in the settings database."""
+    """Everything an admin operation could change in the settings database, and the adaptations started."""
     repo = app.repository
     stores = repo.list_stores()
     documents = {s.id: sorted((d.id, d.content_hash, d.chunk_count) for d in repo.list_documents(s.id)) for s in stores}
@@ -187,6 +191,7 @@ def snapshot(app: App) -> dict[str, Any]:
         "memberships": repo.membership_records(),
         "tombstones": repo.tombstones(),
         "audit": [r.query_id for r in repo.audit_records(None, 1000, None, None)],
+        "adaptations": [app.adapt_jobs.status(s.id) for s in stores],
     }
 
 
@@ -229,7 +234,7 @@ def test_the_refused_requests_are_ones_an_admin_may_make(world: tuple[App, Serve
     """The tables' requests are well formed: an admin's reach the operation (so the refusals above are the
     role check, not a bad argument). Read-only ones only, so the world stays as it is."""
     app, served = world
-    for operation in ("documentAcl", "feedback", "auditEntries"):
+    for operation in ("documentAcl", "feedback", "auditEntries", "adaptation"):
         reply = httpx.post(
             served.graphql_url,
             json={"query": GRAPHQL_ADMIN[operation]},
@@ -238,7 +243,11 @@ def test_the_refused_requests_are_ones_an_admin_may_make(world: tuple[App, Serve
         ).json()
         assert "errors" not in reply, reply
     with grpc.insecure_channel(served.channel_target) as channel:
-        for method in ("docqa.v1.IndexingService/GetDocumentAcl", "docqa.v1.HistoryService/ListFeedback"):
+        for method in (
+            "docqa.v1.IndexingService/GetDocumentAcl",
+            "docqa.v1.HistoryService/ListFeedback",
+            "docqa.v1.AdminService/GetAdaptation",
+        ):
             descriptor, grpc_module = grpc_methods(stubs)[method]
             stub = getattr(grpc_module, f"{descriptor.containing_service.name}Stub")(channel)
             getattr(stub, descriptor.name)(GRPC_ADMIN[method](stubs), metadata=bearer(app, "root", admin=True))

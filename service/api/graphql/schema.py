@@ -34,6 +34,12 @@ from service.api.graphql.access import (
     set_document_acl,
     update_settings,
 )
+from service.api.graphql.adaptation import (
+    Adaptation,
+    AdaptationOptionsInput,
+    start_store_adaptation,
+    store_adaptation,
+)
 from service.api.graphql.analysis import (
     ComparisonResult,
     SummaryLength,
@@ -401,6 +407,13 @@ class Query:
     async def conversation(self, info: Info[RequestContext, None], id: str) -> past.Conversation:
         return await _run(info, "conversation", lambda c: past.conversation(c, id))
 
+    @strawberry.field(
+        description="A store's adaptation: the last run startAdaptation started since the server started, how far "
+        "it is or how it ended; IDLE when none (admin only)."
+    )
+    async def adaptation(self, info: Info[RequestContext, None], store_id: str) -> Adaptation:
+        return await _run(info, "adaptation", lambda c: store_adaptation(c.services.app, c.identity(), store_id))
+
     @strawberry.field(description="A store's ratings, newest first, sources re-checked for the admin (admin only).")
     async def feedback(
         self, info: Info[RequestContext, None], store_id: str, first: int | None = None, after: str | None = None
@@ -430,6 +443,20 @@ class Mutation:
     ) -> CalibrationReportType:
         return await _run(
             info, "calibrateStore", lambda c: calibrate_store(c.services.app, c.identity(), store_id, apply, sample)
+        )
+
+    @strawberry.mutation(
+        description="Train the store's own reranker in the background (minutes to an hour) and install it when it "
+        "ranks the store's held-out pseudo-queries better; poll adaptation(storeId). One run per store at a time "
+        "(RESOURCE_EXHAUSTED); audited (admin only)."
+    )
+    async def start_adaptation(
+        self, info: Info[RequestContext, None], store_id: str, options: AdaptationOptionsInput | None = None
+    ) -> Adaptation:
+        return await _run(
+            info,
+            "startAdaptation",
+            lambda c: start_store_adaptation(c.services.app, c.identity(), store_id, options),
         )
 
     @strawberry.mutation(

@@ -13,8 +13,10 @@ from indexer.index.attributes import frozen_metadata
 from service.access.authorized import AuthorizedAdmin
 from service.access.state import AclView
 from service.access.store_summaries import StoreSummaries, StoreSummary, Viewer
+from service.api.adaptation import adaptation, start_adaptation
 from service.api.calibration import calibrate
 from service.api.errors import for_remote_caller, mapping_for, public_message
+from service.api.grpc.adaptation import adapt_request, adaptation_message
 from service.api.grpc.calibration import calibration_message
 from service.api.grpc.context import Services, rpc
 from service.api.grpc.filters import pushed_modified
@@ -144,6 +146,24 @@ class AdminServicer:
             interface="grpc",
         )
         return calibration_message(self.services.stubs.admin, report)
+
+    @rpc
+    def StartAdaptation(self, request: Any, context: grpc.ServicerContext) -> Any:
+        identity = self.services.identity(context)
+        status = start_adaptation(
+            self.services.app,
+            identity,
+            request.store_id,
+            adapt_request(request.options),
+            user_id=identity.user_id,
+            interface="grpc",
+        )
+        return adaptation_message(self.services.stubs.admin, status)
+
+    @rpc
+    def GetAdaptation(self, request: Any, context: grpc.ServicerContext) -> Any:
+        status = adaptation(self.services.app, self.services.identity(context), request.store_id)
+        return adaptation_message(self.services.stubs.admin, status)
 
 
 def _acl(message: Any) -> Acl:

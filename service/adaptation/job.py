@@ -158,6 +158,7 @@ def _run(
         index=app.index,
         checker=AccessChecker(app.repository),
         catalog=app.repository,
+        access=app.repository,
         store_id=store.id,
         principals=options.principals,
         everything=options.everything,

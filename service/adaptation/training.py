@@ -91,7 +91,7 @@ class PairEncoder:
         from tokenizers import Tokenizer
 
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
-        self._tokenizer.enable_truncation(max_length=max_tokens, strategy="only_second")
+        self._tokenizer.enable_truncation(max_length=max_tokens, strategy="longest_first")  # a long question is cut too
         self._tokenizer.enable_padding()
 
     def __call__(self, pairs: Sequence[tuple[str, str]], device: str) -> dict[str, Any]:

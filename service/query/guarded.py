@@ -24,7 +24,7 @@ from acl.errors import NotFound
 from indexer.index import ChunkRecord, Filter, Index, SearchHit, acl_filter, and_, documents_filter
 from indexer.index.port import Vector
 from service.domain.filters import MetadataFilter, restrict
-from service.persistence.ports import DocumentCatalog
+from service.persistence.ports import AccessRepository, DocumentCatalog
 
 #: The ``Index`` port's read methods: only this module calls them.
 READ_METHODS = frozenset({"knn", "exact", "lexical", "best_per_document", "document_chunks", "count"})
@@ -212,8 +212,10 @@ class TrainingReads:
     A model trained on a chunk is a weak channel to that chunk for whoever it later ranks for, so by default it
     learns only from what every caller of the store may read: the documents the principal set ``principals``
     (``group:everyone`` unless an admin names a wider-read group) may read, through a ``CallerIndex`` for them,
-    so every search and every chunk passes the same ACL filter and authoritative check as a caller's query.
-    ``everything`` (an admin's documented opt-in) reads every chunk of the store whatever its ACL."""
+    so every search and every chunk passes the same ACL filter and authoritative check as a caller's query; and
+    of those, only the documents whose authoritative ACL denies nobody (``group:everyone`` may read a document
+    that denies ``user:bob``: every caller of the store may not). ``everything`` (an admin's documented opt-in)
+    reads every chunk of the store whatever its ACL."""
 
     def __init__(
         self,
@@ -221,12 +223,15 @@ class TrainingReads:
         index: Index,
         checker: AccessChecker,
         catalog: DocumentCatalog,
+        access: AccessRepository,
         store_id: str,
         principals: frozenset[str],
         everything: bool = False,
     ) -> None:
         self._index = index
         self._catalog = catalog
+        self._access = access
+        self._in_scope: frozenset[str] | None = None
         self._store_id = store_id
         self.everything = everything
         self.principals = principals
@@ -242,11 +247,21 @@ class TrainingReads:
     def documents(self) -> list[str]:
         """The ids of the store's documents in scope, sorted."""
         ids = sorted(d.id for d in self._catalog.list_documents(self._store_id))
-        return ids if self.everything else sorted(self._caller.readable(ids))
+        if not self.everything:
+            readable = self._caller.readable(ids)
+            acls = self._access.acls(self._store_id, readable)
+            ids = [d for d in ids if d in readable and d in acls and not acls[d].deny]
+        self._in_scope = frozenset(ids)
+        return ids
+
+    def _scope(self) -> frozenset[str]:
+        return self._in_scope if self._in_scope is not None else frozenset(self.documents())
 
     def chunks_of(self, document_id: str) -> list[ChunkRecord]:
         """A document's chunks in order (NotFound for one out of scope)."""
         if not self.everything:
+            if document_id not in self._scope():
+                raise NotFound(f"document {document_id!r} not found in store {self._store_id!r}")
             return self._caller.chunks_of(document_id)
         scope = documents_filter([document_id])
         chunks = self._index.document_chunks(self._store_id, document_id, scope)
@@ -256,10 +271,12 @@ class TrainingReads:
         """The ``k`` chunks in scope nearest ``vector`` (approximate)."""
         if self.everything:
             return self._index.knn(self._store_id, vector, k, ALL_CHUNKS)
-        return self._caller.checked(self._caller.approximate(vector, k, Within())).lists[0]
+        hits = self._caller.checked(self._caller.approximate(vector, k, Within())).lists[0]
+        return [h for h in hits if h.chunk.document_id in self._scope()]
 
     def keyword(self, text: str, k: int) -> list[SearchHit]:
         """BM25's ``k`` best chunks in scope for ``text``."""
         if self.everything:
             return self._index.lexical(self._store_id, text, k, ALL_CHUNKS)
-        return self._caller.checked(self._caller.keyword(text, k, Within())).lists[0]
+        hits = self._caller.checked(self._caller.keyword(text, k, Within())).lists[0]
+        return [h for h in hits if h.chunk.document_id in self._scope()]

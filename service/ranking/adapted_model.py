@@ -181,7 +181,7 @@ class PairScorer:
         self._inputs = [i.name for i in self._session.get_inputs()]
         if not {"input_ids", "attention_mask"} <= set(self._inputs) or not set(self._inputs) <= set(INPUT_NAMES):
             raise AdaptedModelError(f"{model.parent}: the graph's inputs are {self._inputs}")
-        self._tokenizer.enable_truncation(max_length=max_tokens, strategy="only_second")
+        self._tokenizer.enable_truncation(max_length=max_tokens, strategy="longest_first")  # a long question is cut too
         self._tokenizer.enable_padding()
         self._lock = threading.Lock()
 

@@ -70,6 +70,14 @@ def _app(data_dir: Path, secret: str = "restructuring plans", topics: int = len(
     ingest.upsert_bytes(
         "hr-only.md", _document("reorganisation", TOPICS["payroll"], secret), "text/markdown", acl=Acl.of(["group:hr"])
     )
+    # Everyone may read it but bob: not what every caller may read, so not learned from either. Its secret is
+    # long enough to be cut by the tokenizer as a query (a pseudo-query longer than max_tokens once crashed).
+    ingest.upsert_bytes(
+        "not-bob.md",
+        _document("succession", TOPICS["security"], f"{secret} " + "and the timeline of the handover " * 8),
+        "text/markdown",
+        acl=Acl.of(["group:everyone"], deny=["user:bob"]),
+    )
     return app
 
 
@@ -167,7 +175,8 @@ def test_a_corrupt_or_foreign_model_is_refused_and_the_offline_reranker_ranks(
 
 
 def test_what_only_hr_may_read_changes_nothing_in_the_model(tmp_path: Path) -> None:
-    """The leakage check of the model channel: the same model bytes whatever the HR-only document says."""
+    """The leakage check of the model channel: the same model bytes whatever the HR-only document and the one
+    denied to bob say."""
     digests = []
     for secret in ("a merger with Globex", "closing the Springfield plant"):
         app = _app(tmp_path / secret.replace(" ", "-"), secret=secret)

@@ -33,6 +33,14 @@ class Reply:
 
 
 @dataclass(frozen=True)
+class TrainedModel:
+    """A store's own ranking model as a training run installed it (the "adapted model" channel)."""
+
+    sha256: str  # of the installed model file ("" when the service does not show it)
+    detail: str = ""  # what it learned from and how it ranks, in words (for the report)
+
+
+@dataclass(frozen=True)
 class Filter:
     """Metadata conditions of a query (each target maps what it supports)."""
 
@@ -117,6 +125,18 @@ class RagTarget(abc.ABC):
         """Optional: make ``store`` rank by BM25 alone with no relevancy threshold, so that its lexical statistics
         show in the order of what a caller gets back."""
         raise NotSupported("no lexical-only ranking")
+
+    def adapted_twin(self, world: World) -> RagTarget:
+        """Optional: a second instance of the service, started empty but for ``world``'s groups, whose stores are
+        each ranked by their own trained model; the adapted-model probe fills it with :meth:`rewrite`, trains
+        with :meth:`train_ranker` and asks it with :meth:`ask`. One twin per target; :meth:`stop` stops it."""
+        raise NotSupported("no per-store trained ranking model")
+
+    def train_ranker(self, store: str, *, all_content: bool = False) -> TrainedModel:
+        """Optional: train ``store``'s own ranking model on what the service learns from by default (what every
+        caller may read), or with ``all_content`` on every document whatever its ACL (an opt-in), and install it
+        even where it ranks no better than the current ranking; queries to ``store`` are ranked by it next."""
+        raise NotSupported("no per-store trained ranking model")
 
     # -- changes between probes (each returns when the service says it is done) -----------------------------
     @abc.abstractmethod

@@ -18,14 +18,22 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.leakage.adapter import Filter, NotSupported, RagTarget, Reply
+from bench.leakage.adapter import Filter, NotSupported, RagTarget, Reply, TrainedModel
 from bench.leakage.world import ADMIN, World
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCQA = [sys.executable, "-m", "service.api.cli"]
+#: ``docqa adapt``'s options for the adapted-model probe: a one-layer model trained on a few dozen pairs in seconds
+#: (as tests/integration/test_adapt.py), installed even when it ranks no better, trained on the CPU, whose
+#: arithmetic repeats bit for bit, so equal model bytes mean equal training data.
+ADAPT_OPTIONS: dict[str, Any] = {
+    "layers": 1, "max_tokens": 48, "max_queries": 24, "negatives": 3, "groups": 4, "candidates": 8, "depth": 4,
+    "checkpoint_every": 50, "force": True, "device": "cpu",
+}  # fmt: skip
 
 CHUNK = "documentId chunkId title sourceUri text link score relevance"
 RESULT = (
@@ -61,9 +69,11 @@ class DocQATarget(RagTarget):
     name = "DocQA"
     transports = ("graphql", "grpc", "cli")
 
-    def __init__(self, keep: bool = False) -> None:
+    def __init__(self, keep: bool = False, rerank: str = "none", work: Path | None = None) -> None:
         self.keep = keep
-        self.work = Path(tempfile.mkdtemp(prefix="docqa-leakage-"))
+        self.rerank = rerank
+        self.work = work or Path(tempfile.mkdtemp(prefix="docqa-leakage-"))
+        self.work.mkdir(parents=True, exist_ok=True)
         self.data_dir = self.work / "data"
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
@@ -72,14 +82,17 @@ class DocQATarget(RagTarget):
         self._stubs: dict[str, Any] = {}
         self._pb: dict[str, Any] = {}
         self._channel: Any = None
+        self._twin: DocQATarget | None = None
 
     # -- life cycle ------------------------------------------------------------------------------------------
     def _env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("DOCQA_")}
-        # No reranker: the offline one recomputes its statistics over the readable candidates and would hide a
-        # lexical-statistics leak in the order; without it the BM25 order reaches the caller as it is (access
-        # is the same either way).
-        return {**env, "DOCQA_DATA_DIR": str(self.data_dir), "PYTHONPATH": str(ROOT), "DOCQA_RERANK__KIND": "none"}
+        # No reranker (but in the adapted-model probe's twin): the offline one recomputes its statistics over the
+        # readable candidates and would hide a lexical-statistics leak in the order; without it the BM25 order
+        # reaches the caller as it is (access is the same either way).
+        return {
+            **env, "DOCQA_DATA_DIR": str(self.data_dir), "PYTHONPATH": str(ROOT), "DOCQA_RERANK__KIND": self.rerank,
+        }  # fmt: skip
 
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
@@ -104,6 +117,15 @@ class DocQATarget(RagTarget):
         self.cli("index", str(corpus), "--store", "corp", "--quiet", "--no-graph")
         # Stores other than corp read the global directory: the memberships they need, made by an admin.
         self.cli("groups", "add-member", "finance", "user:carol")
+        self._serve()
+        for document in world.documents.values():
+            if document.store != "corp":
+                self._upsert(
+                    document.store, document.id, document.title, document.text(), document.allow, document.deny
+                )
+
+    def _serve(self) -> None:
+        """``docqa serve`` on two free loopback ports, waited for; then tokens and the gRPC stubs."""
         http, grpc_port = _free_port(), _free_port()
         log = (self.work / "serve.log").open("wb")
         self.process = subprocess.Popen(
@@ -127,20 +149,14 @@ class DocQATarget(RagTarget):
             if time.monotonic() > deadline:
                 raise RuntimeError("docqa serve not ready after 180 s")
             time.sleep(0.25)
-        self._mint(world)
+        self._mint()
         self._connect()
-        for document in world.documents.values():
-            if document.store != "corp":
-                self._upsert(
-                    document.store, document.id, document.title, document.text(), document.allow, document.deny
-                )
 
-    def _mint(self, world: World) -> None:
-        os.environ["DOCQA_DATA_DIR"] = str(self.data_dir)
+    def _mint(self) -> None:
         from service.config import load_settings
         from service.security.tokens import mint_token
 
-        settings = load_settings(None)
+        settings = load_settings(None, data_dir=self.data_dir)
         for user in ("alice", "bob", "carol", "dave", "erin", "vic", ADMIN):
             self.tokens[user] = mint_token(settings, user, admin=user == ADMIN, ttl_s=3600 * 6)
 
@@ -179,6 +195,8 @@ class DocQATarget(RagTarget):
         }
 
     def stop(self) -> None:
+        if self._twin is not None:
+            self._twin.stop()
         if self._channel is not None:
             self._channel.close()
         if self.process is not None:
@@ -476,6 +494,49 @@ class DocQATarget(RagTarget):
         )
         if not reply.ok:
             raise RuntimeError(f"updateStoreSettings {store}: {reply.error}")
+
+    # -- the adapted-model probe -----------------------------------------------------------------------------
+    def adapted_twin(self, world: World) -> DocQATarget:
+        """A second ``docqa serve`` with ``rerank.kind: adapted`` over its own data directory (in this target's
+        work folder), holding ``world``'s group directory and no documents yet."""
+        if self._twin is None:
+            self._twin = DocQATarget(keep=self.keep, rerank="adapted", work=self.work / "adapted")
+            self._twin._serve()
+            for group, members in sorted(world.groups.items()):
+                for member in sorted(members):
+                    reply = self._twin._graphql(
+                        ADMIN,
+                        "mutation($g:String!,$m:String!){addGroupMember(group:$g,member:$m)}",
+                        {"g": group, "m": member},
+                    )
+                    if not reply.ok:
+                        raise RuntimeError(f"addGroupMember {group} {member}: {reply.error}")
+        return self._twin
+
+    def train_ranker(self, store: str, *, all_content: bool = False) -> TrainedModel:
+        """``docqa adapt`` (the job itself, in this process: the CLI has no option to install a model that does
+        not win) with :data:`ADAPT_OPTIONS`, over this target's data directory while its server runs."""
+        from service.adaptation.job import adapt
+        from service.adaptation.options import AdaptOptions
+        from service.bootstrap import build_app
+        from service.config import load_settings
+        from service.ranking.adapted_model import MODEL_FILE, model_folder, sha256
+
+        options = AdaptOptions(**ADAPT_OPTIONS)
+        if all_content:
+            options = replace(options, principals=frozenset(), everything=True)
+        app = build_app(load_settings(None, data_dir=self.data_dir))
+        try:
+            result = adapt(app, store, options)
+        finally:
+            app.close()
+        if not result.installed:
+            raise RuntimeError(f"docqa adapt {store}: no model installed: {result.message}")
+        detail = (
+            f"{result.scope}: {result.documents} documents, {result.training_queries} pseudo-queries, "
+            f"{result.precision}, blend {result.blend:.2f}, {result.seconds.get('total', 0.0):.1f} s"
+        )
+        return TrainedModel(sha256(model_folder(self.data_dir, store) / MODEL_FILE), detail)
 
     # -- changes ---------------------------------------------------------------------------------------------
     def set_acl(self, store: str, document: str, allow: list[str], deny: list[str]) -> None:

@@ -14,15 +14,19 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from bench.leakage.adapter import Filter, NotSupported, RagTarget, Reply
 from bench.leakage.world import ADMIN, Document, World
+
+if TYPE_CHECKING:
+    from bench.leakage.adapted import AdaptedTwin
 
 #: Every channel the benchmark reports, in table order.
 CHANNELS = (
     "answers", "chunks", "streams", "documents", "pickers", "counts", "listings", "filters", "summaries",
     "comparisons", "history", "conversations", "follow-ups", "feedback", "export", "errors", "statistics",
+    "adapted model",
 )  # fmt: skip
 READERS = ("alice", "bob", "carol", "dave", "erin", "vic")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -55,6 +59,8 @@ class Tally:
     control_asked: int = 0  # probes of content the caller may read ...
     control_found: int = 0  # ... that showed its canary (the probes reach the content)
     inconclusive: int = 0  # statistics probes whose control pair differed already
+    notes: list[str] = field(default_factory=list)  # outcomes shown, not counted (the adapted model's opt-in)
+    adapted: dict[str, Any] = field(default_factory=dict)  # the adapted-model probe's models
 
     def count(self, channel: str, transport: str) -> None:
         self.probes[channel] = self.probes.get(channel, 0) + 1
@@ -88,6 +94,8 @@ class Prober:
         self.conversations: dict[str, str] = {}  # user -> a conversation of theirs about content later revoked
         self.statistics_ready: bool | None = None
         self.planted = 0  # documents the statistics probe planted (and removed) so far
+        self.readers = READERS
+        self.adapted: AdaptedTwin | Literal[False] | None = None  # None: not built yet; False: not offered
 
     # -- judging ---------------------------------------------------------------------------------------------
     def scan(
@@ -399,6 +407,12 @@ class Prober:
         except NotSupported:
             self.tally.not_supported.setdefault("statistics", set()).add(transport)
 
+    def probe_adapted(self, transport: str, user: str, *, every: bool = False) -> None:
+        """The store's own trained ranking model (:mod:`bench.leakage.adapted`; it imports this module)."""
+        from bench.leakage.adapted import probe
+
+        probe(self, transport, user, every=every)
+
     def sweep(self) -> None:
         """Every channel through every transport at least once (as a random reader; feedback as the admin)."""
         for transport in self.target.transports:
@@ -418,6 +432,7 @@ class Prober:
                 self.probe_follow_up(transport, owner)
             self.probe_feedback(transport, ADMIN)
             self.probe_statistics(transport, user)
+            self.probe_adapted(transport, user, every=transport != "cli")  # the CLI: one question (a process each)
         self.probe_export(ADMIN)
 
     # -- the mix ---------------------------------------------------------------------------------------------
@@ -430,8 +445,8 @@ class Prober:
         user = self.rng.choice(READERS)
         kind = self.rng.choices(
             ["answers", "chunks", "streams", "documents", "pickers", "stores", "filters", "summaries",
-             "comparisons", "ids", "history", "follow-ups", "feedback", "export", "statistics"],
-            weights=[6, 6, 3, 2, 2, 2, 3, 2, 2, 3, 2, 2, 1, 1 if transport == "cli" else 0, 1],
+             "comparisons", "ids", "history", "follow-ups", "feedback", "export", "statistics", "adapted"],
+            weights=[6, 6, 3, 2, 2, 2, 3, 2, 2, 3, 2, 2, 1, 1 if transport == "cli" else 0, 1, 1],
         )[0]  # fmt: skip
         if kind in ("answers", "chunks", "streams"):
             self.probe_answers(transport, user, llm=kind != "chunks", stream=kind == "streams")
@@ -455,6 +470,8 @@ class Prober:
             self.probe_export(ADMIN)
         elif kind == "statistics":
             self.probe_statistics(transport, user)
+        elif kind == "adapted":
+            self.probe_adapted(transport, user)
 
 
 def _difference(a: tuple[bool, str], b: tuple[bool, str]) -> str:

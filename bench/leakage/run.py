@@ -28,6 +28,7 @@ class Report:
     setup_s: float = 0.0
     inconclusive: int = 0
     notes: list[str] = field(default_factory=list)
+    adapted: dict[str, Any] = field(default_factory=dict)
 
     @property
     def total_probes(self) -> int:
@@ -60,6 +61,7 @@ class Report:
             "seconds": self.seconds,
             "setup_s": self.setup_s,
             "notes": self.notes,
+            "adapted_model": self.adapted,
         }
 
 
@@ -226,6 +228,8 @@ def run(
         seconds=time.perf_counter() - started,
         setup_s=setup_s,
         inconclusive=tally.inconclusive,
+        notes=tally.notes,
+        adapted=tally.adapted,
     )
 
 
@@ -261,6 +265,7 @@ def table(report: Report) -> str:
     lines += ["", f"control: {found} of {asked} probes of readable content showed its canary"]
     if report.inconclusive:
         lines.append(f"statistics: {report.inconclusive} probes inconclusive (their control pair differed)")
+    lines += report.notes
     for channel in CHANNELS:
         for leak in report.leaks.get(channel, [])[:3]:
             lines.append(f"leak: {channel} via {leak.transport} as {leak.user}: {leak.request} -> {leak.what[:300]}")

@@ -51,6 +51,11 @@ def test_a_small_run_probes_every_channel_and_the_holding_ones_do_not_leak(tmp_p
     assert "| timings |" in result.stdout
     for channel in ("answers", "chunks", "history", "feedback"):
         assert set(report["channels"][channel]["transports"]) == {"graphql", "grpc", "cli"}, channel
+    # The adapted model: judged on its bytes and through every transport; and the documented all-content opt-in
+    # trains a different model on the swapped documents, so the probe sees the channel when it is open.
+    assert set(report["channels"]["adapted model"]["transports"]) == {"model file", "graphql", "grpc", "cli"}
+    assert report["adapted_model"]["swapped"] and not report["adapted_model"]["all_content"]["same"]
+    assert "adapted model (--all-content opt-in): differs, as documented" in result.stdout
     # The probes reach what the caller may read (else zero leaks would prove nothing) ...
     assert 0 < report["control"]["asked"] <= 2 * report["control"]["found"]
     # ... every change took effect, and the channels that hold today hold.
@@ -144,5 +149,6 @@ def test_the_benchmark_sees_the_leaks_of_a_service_that_ignores_access() -> None
         assert report.leak_count(channel) > 0, channel
         assert report.leaks[channel][0].what.startswith(("CANARY-", "TITLE-", "document id"))
     assert report.not_supported["feedback"] == ["http"]
+    assert report.not_supported["adapted model"] == ["*"] and "adapted model" not in report.probes
     assert not report.latencies["revocation (group membership)"]["effective"]
     assert report.latencies["deletion"]["effective"]

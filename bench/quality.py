@@ -14,7 +14,8 @@ question runs through the query engine as ``docqa eval`` runs it
 (``service.quality.evaluation``) with each retrieval mode in turn — the
 store's ``fusion`` setting (dense, lexical, rrf, weighted) without a
 reranker, and the default fusion with each reranker — and the table shows
-hit@1, hit@5, MRR, the share of answerable questions answered and of
+hit@1, hit@5, MRR, hit@3 of the questions that name an exact identifier
+("id hit@3", ``identifier: true``), the share of answerable questions answered and of
 unanswerable ones refused at the store's level (near the domain and off it),
 key-term presence and passage recall in the (extractive) answer, answers with
 extraction debris, and retrieval p50/p95 (question embedding included, no
@@ -65,6 +66,7 @@ MODES: list[tuple[str, str | None, str]] = [
     ("hybrid rrf", "rrf", "none"),
     ("hybrid weighted", "weighted", "none"),
     ("hybrid + rerank (default)", None, "offline"),
+    ("hybrid + adapted reranker", None, "adapted"),
 ]
 
 
@@ -152,6 +154,7 @@ def baseline(ref: str, questions: QuestionSet, data_dir: Path, store: str) -> Ev
                 passage_found=passage_found,
                 near=question.near,
                 debris=has_debris(item["answer"] or ""),
+                identifier=question.identifier,
             )
         )
     return EvalReport(store, questions.path, None, summarize(results), tuple(results))
@@ -177,6 +180,70 @@ def variant(app: App, rerank: str) -> App:
     )
 
 
+def adapted_model(app: App, store: str) -> None:
+    """Train and install the store's adapted reranker with the defaults (forced: the table shows it either way)."""
+    from service.adaptation.job import adapt
+    from service.adaptation.options import AdaptOptions
+
+    result = adapt(
+        app,
+        store,
+        AdaptOptions(force=True),
+        on_progress=lambda phase, done, total: (
+            print(f"adapt: {phase} {done}/{total}", file=sys.stderr) if done in (1, total) or done % 50 == 0 else None
+        ),
+    )
+    print(json.dumps(result.to_dict()), file=sys.stderr)
+    print(
+        f"adapted model: {result.training_queries} pseudo-queries, {result.precision} "
+        f"{result.model_bytes / 1e6:.1f} MB, "
+        f"blend {result.blend:.2f}, training {result.seconds.get('training', 0):.0f} s, "
+        f"total {result.seconds.get('total', 0):.0f} s; held-out MRR current {result.current['mrr']:.3f} "
+        f"new {result.new['mrr']:.3f}",
+        file=sys.stderr,
+    )
+
+
+def transplant(source: Path, target: Path, store: str) -> None:
+    """Copy another data directory's adapted model of ``store`` here (the bench's cross-corpus run)."""
+    from service.ranking.adapted_model import model_folder
+
+    there, here = model_folder(source, store), model_folder(target, store)
+    if not there.is_dir():
+        sys.exit(f"no adapted model in {there}")
+    shutil.rmtree(here, ignore_errors=True)
+    here.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(there, here)
+    print(f"adapted model from {there}", file=sys.stderr)
+
+
+def rerank_cost(app: App, store: str, questions: QuestionSet, candidates: int = 30) -> dict[str, float]:
+    """p50 ms of the offline and of the adapted reranker on ``candidates`` fused candidates, in one run."""
+    from service.query.fusion import fuse
+
+    reads = app.index
+    principals = acl_filter(frozenset({"group:everyone"}))
+    embedder = app.embedder(app.repository.get_store(store).embedding_model)  # type: ignore[union-attr]
+    rerankers = {kind: variant(app, kind).reranker for kind in ("offline", "adapted")}
+    times: dict[str, list[float]] = {kind: [] for kind in rerankers}
+    for q in questions.questions[:60]:
+        vector = embedder.embed_query(q.question)
+        hits = fuse(
+            "rrf",
+            reads.knn(store, vector, candidates, principals),
+            reads.lexical(store, q.question, candidates, principals),
+            vector,
+            0.3,
+        )[:candidates]
+        for kind, reranker in rerankers.items():
+            assert reranker is not None
+            one = reranker.for_store(store)
+            started = time.perf_counter()
+            one.rerank(q.question, vector, hits)
+            times[kind].append((time.perf_counter() - started) * 1000)
+    return {kind: sorted(values)[len(values) // 2] for kind, values in times.items()}
+
+
 def run_mode(app: App, store: str, questions: QuestionSet, fusion: str | None, rerank: str) -> EvalReport:
     default = app.settings.store_defaults.fusion
     app.repository.update_store(store, fusion=fusion or default)
@@ -192,7 +259,8 @@ def row(label: str, report: EvalReport, base: EvalReport) -> str:
         return "n/a" if value is None else f"{value:.2f}"
 
     return (
-        f"| {label} | {s.hit_at_1:.3f} | {s.hit_at_5:.3f} | {s.mrr:.3f} | {ratio} | {s.answered:.2f} | "
+        f"| {label} | {s.hit_at_1:.3f} | {s.hit_at_5:.3f} | {s.mrr:.3f} | {share(s.identifier_hit_at_3)} | {ratio} | "
+        f"{s.answered:.2f} | "
         f"{share(s.refused_near)} | {share(s.refused_off)} | {share(s.terms)} | {share(s.passages)} | {s.debris} | "
         f"{s.retrieval_p50_ms:.1f} | {s.retrieval_p95_ms:.1f} |"
     )
@@ -211,6 +279,17 @@ def main() -> None:
         "--lexicon-in-memory", action="store_true", help="BM25 from the in-memory copy, as docqa serve ranks it"
     )
     parser.add_argument("--against", metavar="REF", help="also run docqa eval of commit REF on the same store")
+    parser.add_argument(
+        "--adapt",
+        action="store_true",
+        help="train the store's adapted reranker first (docqa adapt, installed even when it loses, to measure it)",
+    )
+    parser.add_argument(
+        "--adapted-from",
+        type=Path,
+        metavar="DIR",
+        help="use the adapted model trained in another bench data directory (trained on one corpus, tested here)",
+    )
     args = parser.parse_args()
 
     questions = load_questions(args.questions)
@@ -231,6 +310,10 @@ def main() -> None:
         f"{questions.path}: {len(questions.questions)} questions; store {args.store}: {counts} chunks", file=sys.stderr
     )
 
+    if args.adapt:
+        adapted_model(app, args.store)
+    if args.adapted_from:
+        transplant(args.adapted_from / "data", app.settings.data_dir, args.store)
     wanted = set(args.modes.split(",")) if args.modes else None
     reports: dict[str, EvalReport] = {}
     try:
@@ -261,16 +344,22 @@ def main() -> None:
     finally:
         app.repository.update_store(args.store, **original)
 
+    if "hybrid + adapted reranker" in reports:
+        cost = rerank_cost(app, args.store, questions)
+        print(
+            f"rerank p50 at 30 candidates: offline {cost['offline']:.1f} ms, adapted {cost['adapted']:.1f} ms "
+            f"({cost['adapted'] / max(cost['offline'], 1e-9):.1f}×)"
+        )
     base = reports.get("dense") or next(iter(reports.values()))
     print(
         f"\n{len(questions.questions)} questions ({base.summary.answerable} answerable, "
         f"{base.summary.unanswerable} unanswerable), {counts} chunks, level = store default"
     )
     print(
-        "| mode | hit@1 | hit@5 | MRR | hit@1 vs dense | answered | refused near | refused off | key term | "
-        "passage | debris | p50 ms | p95 ms |"
+        "| mode | hit@1 | hit@5 | MRR | id hit@3 | hit@1 vs dense | answered | refused near | refused off | "
+        "key term | passage | debris | p50 ms | p95 ms |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for label, each in reports.items():
         print(row(label, each, base))
     out = ROOT / "bench" / "results"

@@ -25,6 +25,16 @@ Common words a question capitalises for emphasis or by habit ("I", "OK",
 weekday and month names, "FAQ") are not names. A term is mentioned by a text
 when the text holds it as a whole word, case-insensitively, a plural "s" or
 a possessive "'s" aside; a phrase when its words follow each other.
+
+``identifiers`` reads the exact tokens a question names, for ranking
+(``service.query.identifiers``): the identifiers and commands above, and
+shapes that are no distinctive term of their own here because an acronym or a
+capitalised word names a kind of thing as often as a thing: a code with
+letters and digits (``PPR-9087``, ``42P01``), a short option (``-m``), a
+CamelCase name (``AccessExclusiveLock``), a word in capitals of four letters
+or more (``SIGHUP``), a quoted message. An identifier is mentioned by a text
+that spells it exactly: case-sensitively (``-m`` is not ``-M``), as a whole
+token; a quoted message (retyped by a person) in any case.
 """
 
 from __future__ import annotations
@@ -66,10 +76,10 @@ _IDENTIFIER = re.compile(
     r"|\b([a-z]{2,}[A-Z][A-Za-z0-9]*)\b"  # lowerCamel names: pgAdmin, pgAgent
 )
 #: A program's subcommand named as a command: "the git sync command", "`git sync`", "git-sync".
-_COMMAND = re.compile(
-    r"\b(git|apt|apt-get|dpkg|docker|kubectl|pip|npm|systemctl|helm|cargo|brew|svn|hg)[\s-]([a-z][a-z-]+)"
-    r"(?=`|\s+(?:sub)?command\b)"
-)
+_PROGRAMS = r"git|apt|apt-get|dpkg|docker|kubectl|pip|npm|systemctl|helm|cargo|brew|svn|hg"
+_COMMAND = re.compile(rf"\b({_PROGRAMS})[\s-]([a-z][a-z-]+)(?=`|\s+(?:sub)?command\b)")
+#: A program and the word after it, for ``identifiers``: "git reflog", "git cherry-pick".
+_SUBCOMMAND = re.compile(rf"\b({_PROGRAMS})[\s-]([a-z][a-z-]+)(?![\w-])")
 _YEAR = re.compile(r"(?<![\w.-])(?:19|20)\d\d(?![\w.]*\w)")
 _EXAMPLE = re.compile(
     r"'[^'\n]{1,80}'|\"[^\"\n]{1,80}\"|“[^”\n]{1,80}”"
@@ -77,6 +87,20 @@ _EXAMPLE = re.compile(
     re.IGNORECASE,
 )
 _ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "cf"})
+#: Identifier shapes that are not distinctive terms (see the module): a code (letters and digits, dashes
+#: between), a short option, a CamelCase name, a word in capitals.
+_CODE = re.compile(
+    r"(?<![\w.-])((?=[A-Za-z\d-]*\d)(?=[A-Za-z\d-]*[A-Za-z])[A-Za-z\d]+(?:-[A-Za-z\d]+)*)(?![\w-]|\.\w)"
+    r"|(?<![\w-])(-[A-Za-z][\w-]*)(?![\w-])"  # a short option: -m, -rf
+    r"|(?<![\w-])([A-Z][a-z\d]+(?:[A-Z][a-z\d]*)+)(?![\w-])"  # CamelCase: AccessExclusiveLock
+    r"|(?<![\w-])([A-Z]{4,})(?![\w-])"  # capitals: SIGHUP, VACUUM
+)
+#: A quantity or an ordinal ("100ms", "2nd", "64GB"): digits and a unit, no code.
+_QUANTITY = re.compile(r"\d+[A-Za-z]{1,3}")
+#: A dotted name with an underscore, whole: pg_catalog.pg_class, pg_stat.activity.
+_DOTTED = re.compile(r"(?<![\w.-])(?=[\w.]*_)[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w-]|\.\w)")
+#: A quoted message: "duplicate key value violates unique constraint".
+_QUOTED = re.compile(r"(?<!\w)(?:\"([^\"\n]{2,80})\"|“([^”\n]{2,80})”|'([^'\n]{2,80})')(?!\w)")
 #: Terms a question is held to at most, and the characters of it they are read from.
 MAX_TERMS = 12
 MAX_READ_CHARS = 1000
@@ -94,6 +118,8 @@ class Term:
     text: str
     pattern: re.Pattern[str]
     asked: bool = True
+    #: An identifier or a command (an exact token), not a name, a version or a year.
+    identifier: bool = False
 
     def mentioned_in(self, text: str) -> bool:
         return self.pattern.search(text) is not None
@@ -112,11 +138,12 @@ def distinctive_terms(question: str) -> tuple[Term, ...]:
     found: dict[str, Term] = {}
     asking = _last_sentence_start(question)
 
-    def add(text: str, pattern: str) -> None:
+    def add(text: str, pattern: str, identifier: bool = False) -> None:
         key = text.casefold()
         if key not in found:
             at = question.find(text)
-            found[key] = Term(text, re.compile(pattern, re.IGNORECASE), asked=at < 0 or at >= asking)
+            asked = at < 0 or at >= asking
+            found[key] = Term(text, re.compile(pattern, re.IGNORECASE), asked=asked, identifier=identifier)
 
     # Quoted values and examples ("like 'john.smith@example.com'", "e.g. set address.city") are the asker's, not
     # names the documents must use.
@@ -127,7 +154,7 @@ def distinctive_terms(question: str) -> tuple[Term, ...]:
         text = next(group for group in match.groups() if group)
         if _VERSION.fullmatch(text) or text.casefold() in _ABBREVIATIONS:
             continue
-        add(text, rf"(?<![\w-]){re.escape(text)}(?![\w-])")
+        add(text, rf"(?<![\w-]){re.escape(text)}(?![\w-])", identifier=True)
         covered.append(match.span())
     for match in _NAMED_VERSION.finditer(question):
         name, version = match.group(1), match.group(2)
@@ -137,7 +164,8 @@ def distinctive_terms(question: str) -> tuple[Term, ...]:
             covered.append(match.span())
     for match in _COMMAND.finditer(question):
         phrase = f"{match.group(1)} {match.group(2)}"
-        add(phrase, rf"(?<![\w-]){re.escape(match.group(1))}[\s-]{re.escape(match.group(2))}(?![\w-])")
+        command = rf"(?<![\w-]){re.escape(match.group(1))}[\s-]{re.escape(match.group(2))}(?![\w-])"
+        add(phrase, command, identifier=True)
         covered.append(match.span())
     for match in _YEAR.finditer(question):
         add(match.group(), rf"(?<![\w.-]){match.group()}(?![\w.]*\w)")
@@ -160,6 +188,53 @@ def distinctive_terms(question: str) -> tuple[Term, ...]:
         if shouting and not any(c.isupper() for c in word[1:]):
             continue  # "How Do I Create A New Branch": every word has a capital, so a capital names nothing
         add(word, _word_pattern(word))
+    return tuple(found.values())[:MAX_TERMS]
+
+
+def identifiers(question: str) -> tuple[Term, ...]:
+    """The exact tokens ``question`` names (see the module), in the order they are found, each once, at most
+    ``MAX_TERMS``: dotted names with an underscore whole (``pg_catalog.pg_class``), the identifier terms of
+    ``distinctive_terms``, then commands, codes, short options, CamelCase names, words in capitals and quoted
+    messages. Each ``Term.pattern`` matches case-sensitively, a quoted message's case-insensitively."""
+    question = question[:MAX_READ_CHARS]
+    found: dict[str, Term] = {}
+    covered: list[tuple[int, int]] = []
+    asking = _last_sentence_start(question)
+    words = re.findall(r"\b[A-Za-z]{2,}\b", question)
+    shouting = sum(w.isupper() for w in words) * 2 >= len(words) > 2
+
+    def add(text: str, pattern: re.Pattern[str], spans: list[tuple[int, int]]) -> None:
+        spans = [(s, e) for s, e in spans if not any(a <= s < b for a, b in covered)]
+        if spans and text not in found:
+            found[text] = Term(text, pattern, asked=spans[0][0] >= asking, identifier=True)
+            covered.extend(spans)
+
+    def token(text: str) -> re.Pattern[str]:
+        return re.compile(rf"(?<![\w-]){re.escape(text)}(?![\w-])")
+
+    for match in _DOTTED.finditer(question):
+        add(match.group(), token(match.group()), [match.span()])
+    for term in distinctive_terms(question):
+        if term.identifier:
+            exact = re.compile(term.pattern.pattern)
+            add(term.text, exact, [m.span() for m in exact.finditer(question)])
+    for match in _SUBCOMMAND.finditer(question):
+        program, word = match.groups()
+        if word not in _FUNCTION_WORDS:  # "git to", "git is"
+            command = rf"(?<![\w-]){re.escape(program)}[\s-]{re.escape(word)}(?![\w-])"
+            add(f"{program} {word}", re.compile(command), [match.span()])
+    for match in _CODE.finditer(question):
+        text = next(group for group in match.groups() if group)
+        if _QUANTITY.fullmatch(text) or _VERSION.fullmatch(text):
+            continue
+        if match.group(4) and (shouting or text.casefold() in _FUNCTION_WORDS | _NOT_NAMES):
+            continue  # a shouted question's words are no identifiers
+        add(text, token(text), [match.span()])
+    for match in _QUOTED.finditer(question):
+        text = next(group for group in match.groups() if group).strip()
+        phrase = r"\s+".join(re.escape(word) for word in text.split())
+        if phrase:
+            add(text, re.compile(rf"(?<!\w){phrase}(?!\w)", re.IGNORECASE), [match.span()])
     return tuple(found.values())[:MAX_TERMS]
 
 

@@ -5,7 +5,8 @@ once for retrieval (no threshold, no language model, ``depth`` chunks) to find
 the rank of the first expected document among the documents of the ranked
 chunks, and once as a user asks it (the store's level, the store's language
 model) to see whether it is answered or refused and whether the answer quotes
-a key term. Metrics: hit@1, hit@5, MRR over answerable questions; the share
+a key term. Metrics: hit@1, hit@5, MRR over answerable questions; hit@3 over
+those that name an exact identifier (``identifier: true``); the share
 of answerable questions answered and of unanswerable ones refused (near the
 domain and off it, apart); key-term presence; passage recall (the answer
 holds a piece of the answering passage); answers carrying extraction debris
@@ -67,6 +68,8 @@ class QuestionResult:
     near: bool = False
     #: Whether the answer carries extraction debris (``DEBRIS``).
     debris: bool = False
+    #: Whether the question names an exact identifier (``EvalQuestion.identifier``).
+    identifier: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,11 @@ class EvalSummary:
     refused_off: float | None = None
     #: Answers (of all questions) carrying extraction debris.
     debris: int = 0
+    #: Share of the questions naming an exact identifier whose expected document is among the first three
+    #: (None: no such question).
+    identifier_hit_at_3: float | None = None
+    #: How many questions name an exact identifier.
+    identifier_questions: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +192,7 @@ def _run(
         passage_found=passage_found,
         near=question.near,
         debris=has_debris(asked.answer or ""),
+        identifier=question.identifier,
     )
 
 
@@ -206,6 +215,7 @@ def summarize(results: list[QuestionResult]) -> EvalSummary:
     with_passages = [r for r in answerable if r.passage_found is not None]
     near = [r for r in unanswerable if r.near]
     off = [r for r in unanswerable if not r.near]
+    identifier = [r for r in answerable if r.identifier]
     times = sorted(r.retrieval_ms for r in results) or [0.0]
 
     def share(items: list[QuestionResult], test: Callable[[QuestionResult], bool]) -> float:
@@ -227,4 +237,6 @@ def summarize(results: list[QuestionResult]) -> EvalSummary:
         refused_near=share(near, lambda r: not r.answered) if near else None,
         refused_off=share(off, lambda r: not r.answered) if off else None,
         debris=sum(1 for r in results if r.debris),
+        identifier_hit_at_3=share(identifier, lambda r: r.rank is not None and r.rank <= 3) if identifier else None,
+        identifier_questions=len(identifier),
     )

@@ -10,6 +10,10 @@ The file is YAML::
         documents: [sql-createindex.html]   # any of them counts as a hit
         terms: [CONCURRENTLY]               # an answer quoting any of them quotes the answering term
         passage: "... builds the index without taking any locks that prevent concurrent inserts ..."
+      - id: i001
+        question: What does max_wal_senders limit?
+        documents: [runtime-config-replication.html]
+        identifier: true                    # names an exact identifier (counted apart: identifier_hit_at_3)
       - id: u001
         question: How large should the InnoDB buffer pool be?
         unanswerable: true
@@ -37,7 +41,7 @@ from acl.errors import InvalidArgument
 
 #: The longest question file read, in bytes.
 MAX_FILE_BYTES = 5_000_000
-_QUESTION_KEYS = frozenset({"id", "question", "documents", "terms", "unanswerable", "passage", "near"})
+_QUESTION_KEYS = frozenset({"id", "question", "documents", "terms", "unanswerable", "passage", "near", "identifier"})
 _TOP_KEYS = frozenset({"corpus", "root", "sources", "questions"})
 _SOURCE_KEYS = frozenset({"from", "include", "to"})
 #: Words a piece of a passage needs to count (a shorter one would be found by chance).
@@ -61,6 +65,9 @@ class EvalQuestion:
     passages: tuple[str, ...] = ()
     #: An unanswerable question near the corpus's domain (another product or version), not off it.
     near: bool = False
+    #: An answerable question that names an exact identifier (a setting, a function, a code, an option, a
+    #: command) that its documents spell: counted apart (``identifier_hit_at_3``).
+    identifier: bool = False
 
     def quotes_passage(self, answer: str) -> bool | None:
         """Whether ``answer`` holds a piece of the passage (white space, case and citation marks aside);
@@ -221,10 +228,13 @@ def _question(reader: _Reader, item: Node) -> EvalQuestion:
     terms = reader.texts(fields["terms"][1], "terms") if "terms" in fields else ()
     passages = reader.texts(fields["passage"][1], "passage") if "passage" in fields else ()
     near = reader.flag(fields["near"][1], "near") if "near" in fields else False
+    identifier = reader.flag(fields["identifier"][1], "identifier") if "identifier" in fields else False
     if unanswerable and documents:
         raise reader.error(fields["documents"][0], "an unanswerable question lists no documents")
     if near and not unanswerable:
         raise reader.error(fields["near"][0], "'near' marks an unanswerable question")
+    if identifier and unanswerable:
+        raise reader.error(fields["identifier"][0], "'identifier' marks an answerable question")
     if unanswerable and passages:
         raise reader.error(fields["passage"][0], "an unanswerable question has no passage")
     if not unanswerable and not documents:
@@ -238,4 +248,5 @@ def _question(reader: _Reader, item: Node) -> EvalQuestion:
         line=item.start_mark.line + 1,
         passages=tuple(piece for text in passages for piece in _CUTS.split(text) if piece.strip()),
         near=near,
+        identifier=identifier,
     )

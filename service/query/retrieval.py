@@ -1,5 +1,6 @@
 """The common search path: embed, search with the ACL inside (dense and lexical), check access, fuse,
-threshold, widen. Every read goes through the caller's ``CallerIndex`` (``guarded``)."""
+threshold, widen, rerank; a question's exact identifiers keep the chunks that name them among the first
+(``identifiers``). Every read goes through the caller's ``CallerIndex`` (``guarded``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from service.persistence.ports import DocumentCatalog
 from service.query.context import QueryContext
 from service.query.fusion import fuse, runs_dense, runs_lexical
 from service.query.guarded import CallerIndex, Found, Within
+from service.query.identifiers import SEARCH_HITS, names, pinned, unnamed
 from service.query.overlap import Overlap
 from service.query.reranking import Reranking
 from service.ranking.port import Reranker
@@ -119,7 +121,9 @@ class Retrieval:
         threshold (on the cosine, which is every fused hit's score). The caller cuts to ``k``.
 
         The lexical search needs no vector, so its first round runs beside the question's embedding, on a
-        thread of its own when one is free (``Overlap``)."""
+        thread of its own when one is free (``Overlap``). When the store runs it, an identifier of the question
+        that no candidate names is searched for once more (``identifiers``): the best readable chunk that
+        names it exactly and passes the threshold is added, after the others."""
         store = ctx.store
         method = store.fusion
         want = max(k, self._candidates)
@@ -156,12 +160,47 @@ class Retrieval:
             more = runs_dense(method) and dense_found.reaches(n, threshold)
             return _Batch(fused, more, checked.dropped and lexical_found.fetched >= n)
 
-        return vector, self._widened(ctx, threshold, want, batch)
+        found = self._widened(ctx, threshold, want, batch)
+        if runs_lexical(method):
+            found += self._naming(ctx, reads, vector, threshold, within, found)
+        return vector, found
+
+    def _naming(
+        self,
+        ctx: QueryContext,
+        reads: CallerIndex,
+        vector: Vector,
+        threshold: float | None,
+        within: Within,
+        hits: list[SearchHit],
+    ) -> list[SearchHit]:
+        """For each identifier of the question that none of ``hits`` names: the best chunk, by BM25, of one
+        lexical search of it among the chunks the caller may read ``within`` the scope, checked, that names it
+        exactly and passes the threshold (on its cosine, as every candidate's)."""
+        terms = unnamed(ctx.question, hits)
+        if not terms:
+            return []
+        found = [reads.keyword(term.text, SEARCH_HITS, within) for term in terms]
+        ctx.clock.lap("lexical")
+        checked = reads.checked(*found)
+        ctx.clock.lap("access")
+        seen = {h.chunk.chunk_id for h in hits}
+        added: list[SearchHit] = []
+        for term, listed in zip(terms, checked.lists, strict=True):
+            naming = [h for h in listed if names(term, h.chunk) and h.chunk.chunk_id not in seen]
+            scored = fuse("lexical", [], naming, vector, ctx.store.lexical_weight)  # the cosine of each
+            best = next((h for h in scored if threshold is None or h.score >= threshold), None)
+            if best is not None:
+                seen.add(best.chunk.chunk_id)
+                added.append(best)
+        return added
 
     def rerank(self, ctx: QueryContext, vector: Vector, hits: list[SearchHit]) -> tuple[list[SearchHit], str | None]:
-        """The readable, thresholded candidates in the reranker's order (scores stay the cosines), and a warning
-        when the reranker could not order them (the fused order is kept)."""
-        return self._reranking.rerank(ctx, vector, hits)
+        """The readable, thresholded candidates in the reranker's order (scores stay the cosines), the best chunk
+        naming each rare identifier of the question moved among the first three (``identifiers.pinned``), and
+        a warning when the reranker could not order them (the fused order is kept, and pinned)."""
+        ranked, warning = self._reranking.rerank(ctx, vector, hits)
+        return pinned(ctx.question, ranked), warning
 
     def _widened(
         self, ctx: QueryContext, threshold: float | None, k: int, run: Callable[[int], _Batch]

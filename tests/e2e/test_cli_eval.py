@@ -36,6 +36,18 @@ def test_eval_reports_per_question_and_in_sum(data_dir: Path, tmp_path: Path) ->
     assert {r["id"] for r in report["results"]} == {"a01", "a02", "a03", "a04", "u01", "u02"}
 
 
+def test_identifier_questions_get_their_own_line(data_dir: Path, tmp_path: Path) -> None:
+    marked = tmp_path / "marked.yaml"
+    text = QUESTIONS.read_text(encoding="utf-8")
+    marked.write_text(
+        text.replace("documents: [handbook/security.html]", "documents: [handbook/security.html]\n    identifier: true")
+    )
+    out = run(data_dir, "eval", str(marked), "--store", "acme", "--as", "bob", "--quiet").stdout
+    assert "naming an identifier 1: hit@3 1.000" in out
+    plain = run(data_dir, "eval", str(QUESTIONS), "--store", "acme", "--as", "bob", "--quiet").stdout
+    assert "naming an identifier" not in plain
+
+
 def test_json_to_stdout_is_one_object(data_dir: Path) -> None:
     out = run(data_dir, "eval", str(QUESTIONS), "--store", "acme", "--as", "bob", "--quiet", "--json", "-").stdout
     assert json.loads(out)["store_id"] == "acme"

@@ -148,8 +148,40 @@ questions:
             "sources: [{to: x}]\nquestions:\n  - id: a\n    question: q\n    documents: [d]\n",
             ":1: a source needs 'from'",
         ),
+        (
+            "questions:\n  - id: u\n    question: What is PPR-9087?\n    unanswerable: true\n    identifier: true\n",
+            ":5: 'identifier' marks an answerable question",
+        ),
+        (
+            "questions:\n  - id: a\n    question: q\n    documents: [d]\n    identifier: sometimes\n",
+            ":5: identifier must be true or false",
+        ),
     ],
 )
 def test_new_keys_are_checked_with_their_line(text: str, expected: str) -> None:
     with pytest.raises(InvalidArgument, match=expected):
         parse_questions(text, "q.yaml")
+
+
+def test_identifier_questions_are_marked_apart() -> None:
+    questions = parse_questions(
+        """\
+questions:
+  - id: i1
+    question: What does max_wal_senders limit?
+    documents: [runtime-config-replication.html]
+    identifier: true
+  - id: a1
+    question: How many standbys may stream at once?
+    documents: [runtime-config-replication.html]
+"""
+    )
+    assert [q.identifier for q in questions.questions] == [True, False]
+
+
+def test_the_shipped_identifier_questions_are_answerable_and_marked() -> None:
+    root = Path(__file__).resolve().parents[2]
+    for name, at_least in (("postgresql-15.yaml", 12), ("debian-git.yaml", 8)):
+        marked = [q for q in load_questions(root / "bench" / "quality" / name).questions if q.identifier]
+        assert len(marked) >= at_least, name
+        assert all(q.documents and not q.unanswerable for q in marked), name

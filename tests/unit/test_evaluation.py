@@ -114,3 +114,27 @@ def test_passages_near_misses_and_debris_are_counted() -> None:
     for text in ("named &lt;new-branch> starting", "A r c h i t e c t u r e", "Thisdocumentmaybeusedunderthetermsof"):
         assert has_debris(text), text
     assert not has_debris("git clean -f -d removes untracked files & directories; see git-clean(1).")
+
+
+def test_identifier_hit_at_3_counts_the_identifier_questions_only() -> None:
+    def asked(rank: int | None, identifier: bool) -> QuestionResult:
+        return QuestionResult("q", 1, "q", False, (), (), rank, True, None, None, None, 1.0, identifier=identifier)
+
+    summary = summarize([asked(1, True), asked(3, True), asked(4, True), asked(None, True), asked(9, False)])
+    assert summary.identifier_hit_at_3 == pytest.approx(2 / 4)
+    assert summary.identifier_questions == 4
+    assert summary.hit_at_5 == pytest.approx(3 / 5)  # the other metrics count every answerable question
+    none = summarize([asked(1, False), result(None, unanswerable=True, answered=False)])
+    assert (none.identifier_hit_at_3, none.identifier_questions) == (None, 0)
+
+
+def test_evaluate_reports_identifier_questions() -> None:
+    w = world()
+    questions = parse_questions(
+        QUESTIONS.replace("    documents: [vacation]\n", "    documents: [vacation]\n    identifier: true\n"), "q.yaml"
+    )
+    report = evaluate(w.engine, w.repo, Caller("bob"), STORE, questions)
+    [marked] = [r for r in report.results if r.identifier]
+    assert marked.id == "a1" and report.summary.identifier_questions == 1
+    assert marked.rank == 1 and report.summary.identifier_hit_at_3 == 1.0
+    assert report.to_dict()["summary"]["identifier_hit_at_3"] == report.summary.identifier_hit_at_3

@@ -70,6 +70,8 @@ def _print_summary(report: Any, out: TextIO) -> None:
     level = "store default" if report.level is None else str(report.level)
     print(f"\n{report.questions_file} on store {report.store_id} (level {level}):", file=out)
     print(f"  answerable {s.answerable}: hit@1 {s.hit_at_1:.3f}  hit@5 {s.hit_at_5:.3f}  MRR {s.mrr:.3f}", file=out)
+    if s.identifier_hit_at_3 is not None:
+        print(f"  naming an identifier {s.identifier_questions}: hit@3 {s.identifier_hit_at_3:.3f}", file=out)
     print(
         f"  answered {s.answered:.1%} of answerable, refused {s.refused:.1%} of {s.unanswerable} unanswerable", file=out
     )

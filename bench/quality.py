@@ -68,6 +68,8 @@ MODES: list[tuple[str, str | None, str]] = [
     ("hybrid + rerank (default)", None, "offline"),
     ("hybrid + adapted reranker", None, "adapted"),
 ]
+#: The mode a store runs by default (calibrated again at the end).
+DEFAULT_MODE = MODES[4]
 
 
 def prepare(questions: QuestionSet, corpus: Path | None, data_dir: Path) -> Path:
@@ -339,8 +341,8 @@ def main() -> None:
                 file=sys.stderr,
             )
             app.repository.update_store(args.store, min_threshold=scale.minimum, max_threshold=scale.maximum)
-            calibrated = f"{MODES[-1][0]}, calibrated {scale.minimum:.2f}–{scale.maximum:.2f}"
-            reports[calibrated] = run_mode(app, args.store, questions, MODES[-1][1], MODES[-1][2])
+            calibrated = f"{DEFAULT_MODE[0]}, calibrated {scale.minimum:.2f}–{scale.maximum:.2f}"
+            reports[calibrated] = run_mode(app, args.store, questions, DEFAULT_MODE[1], DEFAULT_MODE[2])
     finally:
         app.repository.update_store(args.store, **original)
 

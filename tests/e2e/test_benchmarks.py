@@ -135,11 +135,19 @@ def test_quality_bench_prints_every_mode_side_by_side(tmp_path: Path) -> None:
     ).stdout
     rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line]
     labels = [row.split(" | ")[0].lstrip("| ") for row in rows[1:]]
-    assert labels[:5] == ["dense", "lexical (BM25)", "hybrid rrf", "hybrid weighted", "hybrid + rerank (default)"]
+    assert labels[:6] == [
+        "dense",
+        "lexical (BM25)",
+        "hybrid rrf",
+        "hybrid weighted",
+        "hybrid + rerank (default)",
+        "hybrid + adapted reranker",  # no model trained here: the offline reranker, with its warning
+    ]
     # Today's answerer as committed at HEAD, on the same store, scored the same way; then the calibrated scale.
-    assert labels[5] == "HEAD (default, as committed there)"
-    assert labels[6].startswith("hybrid + rerank (default), calibrated")
-    assert all(len(row.split(" | ")) == 13 for row in rows)
+    assert labels[6] == "HEAD (default, as committed there)"
+    assert labels[7].startswith("hybrid + rerank (default), calibrated")
+    assert all(len(row.split(" | ")) == 14 for row in rows)
+    assert "rerank p50 at 30 candidates: offline" in out
     # The bench leaves the store's settings as it found them.
     reports = sorted((ROOT / "bench" / "results").glob("quality-*.json"))
     assert json.loads(reports[-1].read_text())["dense"]["summary"]["answerable"] == 4

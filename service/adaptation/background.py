@@ -2,7 +2,7 @@
 
 A server cannot hold a request open for the minutes to an hour a run takes, so ``AdaptJobs.start`` checks the
 request and the store, starts ``job.adapt`` in a daemon thread and answers at once; ``status`` then tells how
-far the run is (its phase and steps) and how it ended. The per-store lock of ``job.store_lock`` still decides:
+far the run is (its phase and steps) and how it ended. The per-store lock of ``lock.store_lock`` still decides:
 a run of the CLI on the store refuses a start here, and one started here refuses the CLI.
 
 What a caller of the servers may choose is ``AdaptRequest`` (whose content to learn from, and how much); the
@@ -160,7 +160,7 @@ class AdaptJobs:
         options, NotFound for an unknown store, ResourceExhausted while a run holds the store (this server's
         or another process's). ``on_start(job_id, status)`` runs before the thread starts (the audit row): when
         it fails, nothing starts."""
-        from service.adaptation.job import store_lock
+        from service.adaptation.lock import store_lock
 
         options = request.options(self._base)
         self._store(store_id)
@@ -182,7 +182,7 @@ class AdaptJobs:
     def status(self, store_id: str) -> AdaptStatus:
         """The store's run now going on, else its last run since the server started, else idle; a run this
         server did not start is told by the store's lock. NotFound for an unknown store."""
-        from service.adaptation.job import running
+        from service.adaptation.lock import running
 
         self._store(store_id)
         # Under the jobs' lock: the lock probe never meets a run of ours about to take the store's lock (a run
@@ -220,7 +220,7 @@ class AdaptJobs:
 
 
 def _busy(store_id: str, status: AdaptStatus) -> ResourceExhausted:
-    """The refusal of a second run, in the words of ``job.store_lock``."""
+    """The refusal of a second run, in the words of ``lock.store_lock``."""
     since = status.started_at.isoformat(timespec="seconds") if status.started_at else "now"
     holder = f"pid {os.getpid()} since {since}, started by {status.started_by} through the server"
     return ResourceExhausted(f"another docqa adapt is running on store {store_id!r} ({holder}); wait for it to end")

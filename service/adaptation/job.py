@@ -12,24 +12,22 @@ current one stays and the result says by how much the new one lost.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import logging
-import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from acl.checker import AccessChecker
-from acl.errors import InvalidArgument, NotFound, ResourceExhausted
+from acl.errors import InvalidArgument, NotFound
 from indexer.embedder import resolve_model_path
 from service.adaptation import dataset as ds
 from service.adaptation import evaluation as ev
 from service.adaptation.export import export_fp32, quantize_int8
+from service.adaptation.lock import store_lock
 from service.adaptation.options import AdaptOptions
 from service.adaptation.training import TrainingPlan, encoder_layers, train
 from service.query.guarded import TrainingReads
@@ -81,47 +79,6 @@ class AdaptResult:
 
 #: (phase, done, total): "reading", "mining", "training", "exporting", "evaluating", "installing".
 Progress = Callable[[str, int, int], None]
-
-
-@contextlib.contextmanager
-def store_lock(data_dir: Path, store_id: str) -> Iterator[None]:
-    """The store's adapt lock, or ResourceExhausted naming the run that holds it."""
-    folder = store_folder(data_dir, store_id)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "lock"
-    with path.open("a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            holder = f.read().strip() or "another process"
-            raise ResourceExhausted(
-                f"another docqa adapt is running on store {store_id!r} ({holder}); wait for it to end"
-            ) from None
-        f.seek(0)
-        f.truncate()
-        f.write(f"pid {os.getpid()} since {datetime.now(UTC).isoformat(timespec='seconds')}")
-        f.flush()
-        try:
-            yield
-        finally:
-            f.seek(0)
-            f.truncate()
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def running(data_dir: Path, store_id: str) -> bool:
-    """Whether an adapt run holds the store's lock now."""
-    path = store_folder(data_dir, store_id) / "lock"
-    if not path.is_file():
-        return False
-    with path.open("a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(f, fcntl.LOCK_UN)
-        return False
 
 
 def adapt(

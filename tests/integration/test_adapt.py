@@ -21,7 +21,8 @@ import pytest
 from acl.errors import InvalidArgument, NotFound, ResourceExhausted
 from acl.model import Acl
 from indexer.index import ChunkRecord, SearchHit
-from service.adaptation.job import adapt, running, store_lock
+from service.adaptation.job import adapt
+from service.adaptation.lock import running, store_lock
 from service.adaptation.options import AdaptOptions
 from service.bootstrap import App, build_app
 from service.config import Settings

@@ -21,7 +21,7 @@ import pytest
 
 from acl.model import Acl
 from service.adaptation.background import ELSEWHERE, AdaptState, AdaptStatus
-from service.adaptation.job import store_lock
+from service.adaptation.lock import store_lock
 from service.adaptation.options import AdaptOptions
 from service.api.grpc.stubs import Stubs, load
 from service.bootstrap import App, build_app

@@ -11,6 +11,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from service.access.state import AccessState
     from service.adaptation.background import AdaptJobs
     from service.adaptation.options import AdaptOptions
+    from service.directory.cache import CachedSource
     from service.domain.authorization import HasRole
     from service.generation.port import Generator
     from service.history.service import HistoryService
@@ -74,10 +76,24 @@ class App:
                     private_dir(self.settings.data_dir)
                 # The laptop's SQLite file is migrated on first use; a configured database
                 # (PostgreSQL in production) must be migrated by `docqa db upgrade` first.
-                self._repository = SqlSettingsRepository.from_url(
+                repository = SqlSettingsRepository.from_url(
                     self.settings.database_url, upgrade=laptop, defaults=self.settings.store_defaults.retrieval()
                 )
+                repository.use_group_sources(self.group_sources)
+                self._repository = repository
             return self._repository
+
+    @cached_property
+    def group_sources(self) -> tuple[CachedSource, ...]:
+        """The outside directories users' groups are read from (``directory``), each behind its cache."""
+        config = self.settings.directory
+        if config.ldap is None:
+            return ()
+        from service.directory.cache import CachedSource
+        from service.directory.ldap import LdapGroupSource
+
+        source = LdapGroupSource(config.ldap)
+        return (CachedSource(source, config.cache_ttl_s, config.cache_max_entries, config.stale_grace_s),)
 
     @property
     def index(self) -> Index:
@@ -145,6 +161,11 @@ class App:
         embedder = self.embedder(model)
         vectors = embedder.embed_documents(list(texts))
         return [float(x) for x in vectors @ embedder.embed_query(question)]
+
+    def directory_problems(self) -> list[str]:
+        """What stops the outside group directories from answering (``docqa doctor``, ``/readyz``), each
+        problem naming its setting; empty without one."""
+        return [problem for source in self.group_sources for problem in source.check()]
 
     def generator_problems(self, max_age_s: float = 60.0) -> list[str]:
         """The generator's failing checks (``"name: detail"``), as ``docqa doctor`` shows them.
@@ -264,6 +285,8 @@ class App:
                 max_question_chars=limits.max_question_chars,
                 max_k=limits.max_k,
                 max_documents=limits.max_documents,
+                max_sentences=self.settings.analysis.max_sentences,
+                max_compared_chunks=self.settings.analysis.max_chunks,
             ),
             link_allowlist=self.settings.generator.link_allowlist,
             reranker=self.reranker,
@@ -342,7 +365,8 @@ class App:
     def close(self) -> None:
         if self._index is not None:
             self._index.close()
-        for adapter in (self._generator, self._reranker, self._repository, *self._embedders.values()):
+        sources = self.__dict__.get("group_sources", ())  # only those built (a cached property)
+        for adapter in (self._generator, self._reranker, self._repository, *self._embedders.values(), *sources):
             close = getattr(adapter, "close", None)
             if close is not None:
                 close()

@@ -195,14 +195,16 @@ def _health_routes(services: GraphQLServices) -> list[Route]:
     async def live(_: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
-    def generator_ready() -> None:
-        problems = services.app.generator_problems()
-        if problems:
-            raise _NotReady("; ".join(problems))
+    def without(problems: Callable[[], list[str]]) -> Callable[[], None]:
+        def check() -> None:
+            if found := problems():
+                raise _NotReady("; ".join(found))
+
+        return check
 
     async def ready(_: Request) -> Response:
-        """Ready when the settings database answers, the index can serve queries and the language model
-        is configured right (one quick attempt each; the model's check is cached for a minute).
+        """Ready when the settings database, the index, the outside group directory (if any) and the language
+        model answer (one quick attempt each; the model's check is cached for a minute).
 
         The body names the failing part only; the reason goes to the log, not to whoever probes.
         """
@@ -210,7 +212,8 @@ def _health_routes(services: GraphQLServices) -> list[Route]:
             # Lambdas: building the repository or the index client may itself fail, and must give 503 too.
             "settings database": lambda: services.app.repository.list_stores(),
             "index": lambda: services.app.index.ping(),
-            "generator": generator_ready,
+            "generator": without(services.app.generator_problems),
+            "group directory": without(services.app.directory_problems),
         }
         for name, check in checks.items():
             try:

@@ -7,7 +7,7 @@ writing methods.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 
@@ -22,6 +22,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
+from acl.directory import GroupSource, MergedMemberships
 from acl.errors import InvalidArgument
 from acl.model import Acl, validate_principal
 from service.persistence.ports import ADMIN_SOURCE, GLOBAL_SCOPE, AclOverride, Membership, Tombstone
@@ -127,6 +128,9 @@ def write_ingested_acl(s: Session, store_id: str, document_id: str, acl: Acl) ->
 class SqlAccessRows:
     """The access-state half of ``SqlSettingsRepository`` (which provides ``_session``)."""
 
+    #: Outside directories read with the tables' memberships (``use_group_sources``); none by default.
+    _group_sources: tuple[GroupSource, ...] = ()
+
     def _session(self) -> AbstractContextManager[Session]:  # pragma: no cover - provided by the repository
         raise NotImplementedError
 
@@ -211,11 +215,20 @@ class SqlAccessRows:
         with self._session() as s:
             return [(group, member) for group, member in s.execute(query)]
 
+    def use_group_sources(self, sources: Sequence[GroupSource]) -> None:
+        """Read users' groups from these outside directories too (``directory.ldap``), merged with the
+        tables' (``acl.directory.MergedMemberships``: any source may grant, a tombstone wins)."""
+        self._group_sources = tuple(sources)
+
     def memberships(self, store_id: str | None = None) -> Mapping[str, frozenset[str]]:
         parents: dict[str, set[str]] = {}
         for group, member in self._effective_pairs(store_id):
             parents.setdefault(member, set()).add(group)
-        return {m: frozenset(g) for m, g in parents.items()}
+        tables = {m: frozenset(g) for m, g in parents.items()}
+        if not self._group_sources:
+            return tables
+        tombstoned = frozenset((t.group, t.member) for t in self.tombstones())
+        return MergedMemberships(tables, self._group_sources, tombstoned)
 
     def group_members(self, store_id: str | None = None) -> Mapping[str, frozenset[str]]:
         members: dict[str, set[str]] = {}
@@ -268,7 +281,9 @@ class SqlAccessRows:
         group, member = _group(tombstone.group), validate_principal(tombstone.member)
         pair = and_(MembershipRow.group == group, MembershipRow.member == member)
         with self._session() as s:
-            if s.scalar(select(MembershipRow.group).where(pair).limit(1)) is None:
+            if s.scalar(select(MembershipRow.group).where(pair).limit(1)) is None and not self._granted_outside(
+                group, member
+            ):
                 return False
             s.execute(delete(MembershipRow).where(pair, MembershipRow.source == ADMIN_SOURCE))
             s.merge(
@@ -277,6 +292,11 @@ class SqlAccessRows:
                 )
             )
             return True
+
+    def _granted_outside(self, group: str, member: str) -> bool:
+        """Whether an outside directory makes ``member`` a direct member of ``group`` (so that an admin may
+        tombstone a pair the directory grants)."""
+        return any(group in source.parents(member) for source in self._group_sources)
 
     def release_membership(self, group: str, member: str) -> bool:
         with self._session() as s:

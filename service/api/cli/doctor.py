@@ -50,7 +50,25 @@ def cmd_doctor(args: argparse.Namespace, app: Any) -> int:
 
     for name, ok, detail in check_reranker(settings):
         line(name, ok, detail)
+    _doctor_directory(app, line)
     return 0 if not failed else 1
+
+
+def _doctor_directory(app: Any, line: Callable[[str, bool, str], None]) -> None:
+    """The outside group directory's line (``directory.ldap``): bound and both base DNs found, or what is wrong."""
+    ldap = app.settings.directory.ldap
+    if ldap is None:
+        line("group directory", True, "DocQA's own tables (no directory.ldap)")
+        return
+    try:
+        problems = app.directory_problems()
+    except ConfigurationError as exc:  # an unreadable bind_password_file
+        problems = [public_message(exc)]
+    if problems:
+        for problem in problems:
+            line("group directory", False, problem)
+    else:
+        line("group directory", True, f"LDAP {ldap.url} (users {ldap.user_base_dn}, groups {ldap.group_base_dn})")
 
 
 def _doctor_private_files(data_dir: Path) -> list[tuple[str, str]]:

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from service.adaptation.options import AdaptOptions
+from service.api.cli.access import add_access_commands
 from service.api.cli.adapt import cmd_adapt
 from service.api.cli.admin import cmd_acl, cmd_db, cmd_groups, cmd_settings, cmd_stores, cmd_token
 from service.api.cli.analysis import add_analysis_commands
@@ -368,6 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
         q.add_argument("document_id", help="the document's id")
         q.add_argument("--store", help="store id (needed when several stores hold the id)")
     p.set_defaults(handler=cmd_acl)
+    add_access_commands(sub, _command)
 
     p = _command(
         sub,

@@ -1,0 +1,179 @@
+"""Groups from a real OpenLDAP server behind real gRPC and GraphQL servers: a directory group opens a document,
+a removal in the directory closes it on the next query, and a directory that cannot be reached is UNAVAILABLE
+(never a document let through, never the directory's address in the reply), /readyz names it and
+``docqa doctor`` names the setting; all of it recovers without a restart.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+
+from acl.model import Acl
+from service.api.cli.main import main
+from service.api.grpc.stubs import Stubs, load
+from service.bootstrap import App, build_app
+from tests.env import clear_docqa_env
+from tests.fakes_service import FakeEmbedder
+from tests.integration.server_world import on_servers, settings_for, token
+from tests.ldap_world import ADMIN_DN, ADMIN_PASSWORD, GROUPS, PEOPLE, SLAPD, LdapWorld, user_dn
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(SLAPD is None, reason="slapd is not installed (apt-get install slapd; .ci/run installs it)"),
+]
+
+STORE = "ledger"
+QUESTION = "What is the quarterly budget forecast for the ledger?"
+GRAPHQL = (
+    "query($s: String!, $q: String!) { vectorQuery(storeId: $s, question: $q, level: 0.0, performLlmQuery: false)"
+    " { chunks { documentId } } }"
+)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[tuple[App, LdapWorld, Any]]:
+    ldap = LdapWorld(tmp_path / "slapd")
+    ldap.start()
+    ldap.seed()
+    base = settings_for(tmp_path / "data")
+    settings = base.model_copy(
+        update={"directory": base.directory.model_validate({"ldap": ldap.settings(), "cache_ttl_s": 0})}
+    )
+    app = build_app(settings, embedder_factory=lambda _: FakeEmbedder())
+    ingest = app.ingestor(STORE)
+    ingest.upsert_bytes(
+        "forecast.md", b"# Forecast\n\nThe quarterly budget forecast for the ledger is 4.2 million euros.\n",
+        "text/markdown", acl=Acl.of(["group:finance"]),
+    )  # fmt: skip
+    ingest.upsert_bytes(
+        "welcome.md", b"# Welcome\n\nThe ledger team answers questions on Mondays.\n", "text/markdown",
+        acl=Acl.of(["group:everyone"]),
+    )  # fmt: skip
+    with on_servers(app) as served:
+        yield app, ldap, served
+    app.close()
+    ldap.stop()
+
+
+def _graphql(app: App, served: Any, user: str) -> dict[str, Any]:
+    reply = httpx.post(
+        served.graphql_url,
+        json={"query": GRAPHQL, "variables": {"s": STORE, "q": QUESTION}},
+        headers={"authorization": f"Bearer {token(app, user)}"},
+        timeout=30,
+    )
+    return dict(reply.json())
+
+
+def _documents(body: dict[str, Any]) -> set[str]:
+    return {c["documentId"] for c in body["data"]["vectorQuery"]["chunks"]}
+
+
+def test_directory_groups_open_and_close_documents_through_the_servers(world: Any) -> None:
+    app, ldap, served = world
+    assert "forecast.md" in _documents(_graphql(app, served, "carol"))  # carol → auditors → finance
+    assert "forecast.md" not in _documents(_graphql(app, served, "bob"))
+    ldap.remove_member("auditors", user_dn("carol"))
+    started = time.perf_counter()
+    assert "forecast.md" not in _documents(_graphql(app, served, "carol"))
+    print(f"LDAP removal to effect through GraphQL: {(time.perf_counter() - started) * 1000:.1f} ms")
+
+
+def test_an_unreachable_directory_is_unavailable_on_every_transport_and_readyz_names_it(world: Any) -> None:
+    app, ldap, served = world
+    stubs: Stubs = load()
+    ready = f"http://127.0.0.1:{served.http.port}/readyz"
+    assert httpx.get(ready, timeout=30).status_code == 200
+    ldap.stop()
+    body = _graphql(app, served, "carol")
+    assert body["data"] is None
+    assert [e["extensions"]["code"] for e in body["errors"]] == ["UNAVAILABLE"]
+    assert ldap.url not in str(body) and "example" not in str(body)
+    with grpc.insecure_channel(served.channel_target) as channel:
+        request = stubs.query.VectorQueryRequest(store_id=STORE, question=QUESTION, level=0.0)
+        metadata = (("authorization", f"Bearer {token(app, 'carol')}"),)
+        with pytest.raises(grpc.RpcError) as failed:
+            stubs.query_grpc.QueryServiceStub(channel).VectorQuery(request, metadata=metadata, timeout=30)
+        assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert ldap.url not in (failed.value.details() or "")
+    reply = httpx.get(ready, timeout=30)
+    assert (reply.status_code, reply.json()) == (503, {"status": "unavailable", "failing": "group directory"})
+    ldap.start()
+    assert "forecast.md" in _documents(_graphql(app, served, "carol"))
+    assert httpx.get(ready, timeout=30).status_code == 200
+
+
+def test_doctor_names_the_directory_setting_that_is_wrong(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ldap = LdapWorld(tmp_path / "slapd")
+    ldap.start()
+    ldap.seed()
+    clear_docqa_env(monkeypatch)
+    environment = {
+        "DOCQA_DATA_DIR": str(tmp_path / "data"),
+        "DOCQA_DIRECTORY__LDAP__URL": ldap.url,
+        "DOCQA_DIRECTORY__LDAP__BIND_DN": ADMIN_DN,
+        "DOCQA_DIRECTORY__LDAP__BIND_PASSWORD": ADMIN_PASSWORD,
+        "DOCQA_DIRECTORY__LDAP__USER_BASE_DN": PEOPLE,
+        "DOCQA_DIRECTORY__LDAP__GROUP_BASE_DN": GROUPS,
+    }
+    for key, value in environment.items():
+        monkeypatch.setenv(key, value)
+    try:
+        assert main(["doctor"]) == 0
+        assert "group directory          ok" in capsys.readouterr().out
+        monkeypatch.setenv("DOCQA_DIRECTORY__LDAP__GROUP_BASE_DN", "ou=teams,dc=example,dc=com")
+        assert main(["doctor"]) == 1
+        out = capsys.readouterr().out
+        assert "group directory          FAIL  directory.ldap.group_base_dn (ou=teams,dc=example,dc=com)" in out
+        assert ADMIN_PASSWORD not in out
+        ldap.stop()
+        assert main(["doctor"]) == 1
+        assert "FAIL  directory.ldap.url" in capsys.readouterr().out
+    finally:
+        ldap.stop()
+        os.environ.pop("DOCQA_DIRECTORY__LDAP__BIND_PASSWORD", None)
+
+
+def test_access_explain_on_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ldap = LdapWorld(tmp_path / "slapd")
+    ldap.start()
+    ldap.seed()
+    clear_docqa_env(monkeypatch)
+    settings = {"url": ldap.url, "bind_dn": ADMIN_DN, "user_base_dn": PEOPLE, "group_base_dn": GROUPS}
+    for key, value in {**settings, "bind_password": ADMIN_PASSWORD}.items():
+        monkeypatch.setenv(f"DOCQA_DIRECTORY__LDAP__{key.upper()}", value)
+    monkeypatch.setenv("DOCQA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("DOCQA_DIRECTORY__CACHE_TTL_S", "0")
+    from service.config import Settings
+
+    app = build_app(Settings(), embedder_factory=lambda _: FakeEmbedder())
+    app.ingestor(STORE).upsert_bytes(
+        "forecast.md", b"# Forecast\n\nFour million.\n", "text/markdown", acl=Acl.of(["group:finance"])
+    )
+    app.close()
+    try:
+        assert main(["access", "explain", "--user", "carol", "--document", "forecast.md"]) == 0
+        out = capsys.readouterr().out
+        assert out.splitlines()[0] == f"user:carol CAN read forecast.md in store {STORE}"
+        assert "user:carol → group:auditors (ldap) → group:finance (ldap)" in out
+        assert "because the ACL allows group:finance" in out
+        assert main(["access", "explain", "--user", "bob", "--document", "forecast.md", "--json"]) == 0
+        assert '"readable": false' in capsys.readouterr().out
+        assert main(["access", "explain", "--user", "bob", "--document", "nope.md"]) == 3  # not found
+        assert "not found" in capsys.readouterr().err
+        assert main(["access", "explain", "--user", "a*)(uid=*", "--document", "forecast.md"]) == 2
+        assert "invalid principal" in capsys.readouterr().err
+    finally:
+        ldap.stop()

@@ -389,8 +389,9 @@ class AnalysisConfig(_Section):
     """What one summary or comparison may consider: a longer document is sampled evenly, in order, and the
     result carries a warning saying how much of it was considered."""
 
-    #: Sentences an extractive summary ranks at most (its similarity graph is this many squared).
-    max_sentences: int = Field(2000, ge=50, le=20_000)
+    #: Sentences an extractive summary ranks at most (its similarity graph holds this many squared × 8 bytes:
+    #: 32 MB at 2,000, 800 MB at the most allowed).
+    max_sentences: int = Field(2000, ge=50, le=10_000)
     #: Chunks of each document a comparison aligns into topics at most.
     max_chunks: int = Field(400, ge=10, le=10_000)
 

@@ -17,10 +17,12 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 from acl.errors import DocQAError, InvalidArgument
 from indexer.index.attributes import parse_instant
 from service.api.errors import mapping_for
+from service.domain.analysis import Comparison, Summary
 from service.domain.authorization import AdminOperation, require_admin
 from service.domain.history import HistoryEntry
 from service.domain.queries import Answer, DocumentQuery, MultiDocumentQuery, Query, VectorQuery
@@ -32,6 +34,7 @@ from service.query.engine import QueryEngine
 from service.security.tokens import Identity
 
 log = logging.getLogger("docqa.audit")
+R = TypeVar("R", Answer, Summary, Comparison)
 
 MAX_AUDIT_LIMIT = 1000
 #: Document ids an audit row keeps of a request's scope (the count keeps the rest).
@@ -91,6 +94,8 @@ class AuditedQueries:
     engine: Callable[[], QueryEngine]
     repository: Callable[[], AuditLog]
     metrics: Metrics
+    #: The CLI on the server: its operator may read the audit trail, so results keep their timings.
+    operator: bool = False
 
     def ask(
         self,
@@ -110,6 +115,8 @@ class AuditedQueries:
         kept: list[HistoryEntry] = []  # the answer's history entry, written with its audit row
         try:
             answer = self.engine().ask(identity.caller(), query, on_text, cancel, keep=kept.append)
+            if cancel is not None:
+                cancel.check()  # an answer nobody waits for any more is audited as such, and not kept
         except Exception as exc:
             self._record_failure(identity, query, name, interface, outcome_of(exc), started)
             raise
@@ -142,7 +149,11 @@ class AuditedQueries:
         )
         if not identity.authenticated:
             log.warning("query %s answered for an unauthenticated caller", answer.query_id)
-        return shown_to(identity, answer)  # the audit row keeps the timings; a non-admin is not shown them
+        return self.shown(identity, answer)
+
+    def shown(self, identity: Identity, result: R) -> R:
+        """``result`` as its caller sees it: the audit row keeps the timings; a non-admin is not shown them."""
+        return result if self.operator else shown_to(identity, result)
 
     def _record_failure(
         self,

@@ -22,7 +22,6 @@ from service.domain.analysis import Comparison, ComparisonRequest, Summary, Summ
 from service.domain.history import HistoryEntry
 from service.persistence.ports import AuditRecord
 from service.query.cancellation import Cancellation
-from service.query.disclosure import shown_to
 from service.security.tokens import Identity
 
 R = TypeVar("R", Summary, Comparison)
@@ -51,6 +50,7 @@ class AuditedAnalysis:
             [request.document_id],
             interface,
             lambda keep: self.queries.engine().summarize(identity.caller(), request, on_text, cancel, keep),
+            cancel,
         )
 
     def compare(
@@ -69,6 +69,7 @@ class AuditedAnalysis:
             ids,
             interface,
             lambda keep: self.queries.engine().compare(identity.caller(), request, on_text, cancel, keep),
+            cancel,
         )
 
     def _audited(
@@ -79,14 +80,18 @@ class AuditedAnalysis:
         ids: Sequence[object],
         interface: str,
         work: Callable[[Callable[[HistoryEntry], None]], R],
+        cancel: Cancellation | None,
     ) -> R:
         """``work(keep)``: the engine's call, handing its history entry to ``keep``; it is written with the audit
-        row, in one transaction."""
+        row, in one transaction. A result its caller no longer wants (``cancel``) is audited CANCELLED or
+        DEADLINE_EXCEEDED and not kept in history."""
         started = time.perf_counter()
         documents, document_count = bounded_ids(ids, AUDIT_DOCUMENT_IDS)
         kept: list[HistoryEntry] = []
         try:
             result = work(kept.append)
+            if cancel is not None:
+                cancel.check()
         except Exception as exc:
             self._record(identity, name, store_id, documents, document_count, interface, outcome_of(exc), started)
             raise
@@ -115,7 +120,7 @@ class AuditedAnalysis:
                 identity, name, store_id, documents, document_count, interface, outcome, started, result.query_id
             ),
         )
-        return shown_to(identity, result)  # the audit row keeps the timings; a non-admin is not shown them
+        return self.queries.shown(identity, result)
 
     def _record(
         self,

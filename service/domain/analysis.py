@@ -17,6 +17,20 @@ MIN_COMPARED, MAX_COMPARED = 2, 5
 MAX_COMPARISON_QUESTION_CHARS = 4000
 
 
+def evenly(count: int, budget: int) -> list[int]:
+    """Positions of ``count`` items to consider: all of them within ``budget``, else ``budget`` of them spread
+    evenly over the whole, in order."""
+    if count <= budget:
+        return list(range(count))
+    return [i * count // budget for i in range(budget)]
+
+
+def long_document(considered: int, total: int, unit: str, document_id: str | None = None) -> str:
+    """The warning of a result whose budget cut a document: how much of it was considered."""
+    which = "the document" if document_id is None else f"document {document_id}"
+    return f"{which} is long: {considered} of {total} {unit} were considered"
+
+
 class SummaryLength(Enum):
     """How long a summary is: sentences in the whole summary, sentences per section, tokens per map step."""
 

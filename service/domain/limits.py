@@ -18,12 +18,17 @@ _CONTROL = frozenset(chr(c) for c in (*range(0x20), 0x7F)) - {"\t", "\n", "\r"}
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """What one query may ask for (``query.*`` in the configuration)."""
+    """What one query may ask for (``query.*`` in the configuration), and what one summary or comparison may
+    consider (``analysis.*``: a longer document is sampled evenly, in order, and the result says so)."""
 
     max_question_chars: int = 4000
     max_k: int = 100
     max_documents: int = 1000
     max_document_id_chars: int = 1000
+    #: Sentences an extractive summary ranks at most (its similarity matrix is this squared).
+    max_sentences: int = 2000
+    #: Chunks per document a comparison aligns into topics at most.
+    max_compared_chunks: int = 400
 
     def chunk_count(
         self, requested: int | None, default: int, *, allow_whole: bool = False, name: str = "max_chunks"

@@ -13,12 +13,15 @@ in document order. Nothing is written, only quoted: callers say so
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from service.domain.analysis import evenly
+from service.domain.limits import Limits
 from service.generation.boilerplate import statement
 from service.generation.text_units import split_units
 
@@ -28,11 +31,15 @@ LINK_FLOOR = 0.1
 _DAMPING = 0.85
 _ITERATIONS = 100
 _TOLERANCE = 1e-6
+#: Rows of the similarity matrix computed at once (a band: this many × n).
+_BAND = 256
 #: A sentence worth quoting has at least this many words (headings and stray fragments have fewer).
 MIN_WORDS = 4
 #: The longest sentence quoted (longer "sentences" are unsplit tables or run-on extraction artefacts).
 MAX_SENTENCE_CHARS = 600
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
+#: Sentences ranked at most, by default (``analysis.max_sentences``).
+MAX_SENTENCES = Limits().max_sentences
 
 
 def quotable_sentences(text: str) -> list[str]:
@@ -48,20 +55,30 @@ def quotable_sentences(text: str) -> list[str]:
     ]
 
 
-def lexrank(vectors: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """LexRank centrality of the rows of ``vectors`` (L2-normalised; a zero row is isolated), summing to 1."""
+def lexrank(vectors: npt.NDArray[np.float64] | Any, check: Callable[[], None] | None = None) -> npt.NDArray[np.float64]:
+    """LexRank centrality of the rows of ``vectors`` (L2-normalised, dense or sparse; a zero row is isolated),
+    summing to 1. Holds one n × n matrix (n: the rows) and a band of it, never one of n × vocabulary;
+    ``check`` is called between bands and iterations (it raises to stop: a cancelled request)."""
     n = vectors.shape[0]
     if n == 0:
         return np.zeros(0)
-    similarity = vectors @ vectors.T
-    links = (similarity >= LINK_FLOOR).astype(np.float64)
+    links = np.zeros((n, n))
+    for start in range(0, n, _BAND):
+        if check is not None:
+            check()
+        band = vectors[start : start + _BAND] @ vectors.T
+        links[start : start + _BAND] = (band.toarray() if hasattr(band, "toarray") else np.asarray(band)) >= LINK_FLOOR
     np.fill_diagonal(links, 0.0)  # a sentence does not vouch for itself
-    degree = links.sum(axis=1, keepdims=True)
+    degree = links.sum(axis=1)
+    linked = degree > 0
+    share = np.where(linked, 1.0 / np.where(linked, degree, 1.0), 0.0)
     # A sentence like no other spreads its vote evenly (PageRank's dangling rows): it gains nothing from it.
-    transition = np.where(degree > 0, links / np.where(degree > 0, degree, 1.0), 1.0 / n)
     rank = np.full(n, 1.0 / n)
-    for _ in range(_ITERATIONS):
-        following = (1 - _DAMPING) / n + _DAMPING * (transition.T @ rank)
+    for iteration in range(_ITERATIONS):
+        if check is not None and iteration % 10 == 9:
+            check()
+        spread = float(rank[~linked].sum()) / n
+        following = (1 - _DAMPING) / n + _DAMPING * (links.T @ (rank * share) + spread)
         if float(np.abs(following - rank).sum()) < _TOLERANCE:
             return np.asarray(following)
         rank = following
@@ -85,37 +102,64 @@ class SectionPicks:
     best: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """Each section's picks, and how many of the document's sentences were ranked (``considered``) of how many
+    it has (``total``): fewer when the budget sampled them."""
+
+    sections: list[SectionPicks]
+    considered: int
+    total: int
+
+
 class ExtractiveSummarizer:
-    """Quotes the most central sentences of each section, then of the document."""
+    """Quotes the most central sentences of each section, then of the document.
+
+    ``max_sentences`` bounds the work: a document with more quotable sentences has that many of them ranked,
+    sampled evenly over the whole document in order, so its TF-IDF matrix and similarity graph stay bounded.
+    """
+
+    def __init__(self, max_sentences: int = MAX_SENTENCES) -> None:
+        self._max_sentences = max_sentences
 
     def sections(self, texts: Sequence[str], per_section: int) -> list[SectionPicks]:
         """Each section's ``per_section`` most central sentences (none for a section without prose)."""
+        return self.rank(texts, per_section).sections
+
+    def rank(self, texts: Sequence[str], per_section: int, check: Callable[[], None] | None = None) -> Ranked:
+        """``sections``, with the count of sentences considered; ``check`` is called between sections (it
+        raises to stop the work: a cancelled request)."""
         from sklearn.feature_extraction.text import TfidfVectorizer  # type: ignore[import-untyped,unused-ignore]
 
-        sentences = [quotable_sentences(t) for t in texts]
+        found = [quotable_sentences(t) for t in texts]
+        total = sum(len(section) for section in found)
+        sentences = _sampled(found, self._max_sentences)
         everything = [s for section in sentences for s in section]
         if not everything:
-            return [SectionPicks((), 0.0) for _ in texts]
+            return Ranked([SectionPicks((), 0.0) for _ in texts], 0, total)
         try:
             matrix = TfidfVectorizer(sublinear_tf=True, stop_words="english").fit_transform(everything)
         except ValueError:  # no word left after stop words: every sentence is as central as any other
-            return [SectionPicks(tuple(s[:per_section]), 0.0, s[0] if s else "") for s in sentences]
+            alike = [SectionPicks(tuple(s[:per_section]), 0.0, s[0] if s else "") for s in sentences]
+            return Ranked(alike, len(everything), total)
         dense_centroid = np.asarray(matrix.mean(axis=0)).ravel()
         norm = float(np.linalg.norm(dense_centroid)) or 1.0
         picks: list[SectionPicks] = []
         start = 0
         for section in sentences:
+            if check is not None:
+                check()
             rows = matrix[start : start + len(section)]
             start += len(section)
             if not section:
                 picks.append(SectionPicks((), 0.0))
                 continue
-            scores = lexrank(rows.toarray())
+            scores = lexrank(rows, check)
             chosen = most_central(scores, per_section)
             best = max(chosen, key=lambda i: (scores[i], -i))
             weight = float(rows[best].toarray().ravel() @ dense_centroid) / norm
             picks.append(SectionPicks(tuple(section[i] for i in chosen), weight, section[best]))
-        return picks
+        return Ranked(picks, len(everything), total)
 
     @staticmethod
     def document(picks: Sequence[SectionPicks], sentences: int) -> list[int]:
@@ -124,3 +168,23 @@ class ExtractiveSummarizer:
         candidates = [i for i, p in enumerate(picks) if p.sentences]
         chosen = most_central([picks[i].weight for i in candidates], sentences)
         return [candidates[i] for i in chosen]
+
+
+def _sampled(sections: Sequence[list[str]], budget: int) -> list[list[str]]:
+    """The sections' sentences, at most ``budget`` in all: sampled evenly over the whole document, in order."""
+    total = sum(len(section) for section in sections)
+    if total <= budget:
+        return [list(section) for section in sections]
+    kept = iter(evenly(total, budget))
+    wanted = next(kept, None)
+    sampled: list[list[str]] = []
+    position = 0
+    for section in sections:
+        chosen = []
+        for sentence in section:
+            if position == wanted:
+                chosen.append(sentence)
+                wanted = next(kept, None)
+            position += 1
+        sampled.append(chosen)
+    return sampled

@@ -11,7 +11,7 @@ topic (or with the question).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +22,8 @@ from service.generation.extractive_summary import quotable_sentences
 
 #: Cosine at which two chunks speak of the same topic (all-MiniLM-L6-v2 puts paraphrases above ~0.6).
 TOPIC_FLOOR = 0.55
+#: Chunks aligned between two checks that the request is still wanted.
+_CHECK_EVERY = 64
 #: The longest statement quoted when a chunk has no sentence worth quoting.
 _STATEMENT_CHARS = 300
 
@@ -39,26 +41,35 @@ class AlignedTopic:
     first: tuple[int, int]
 
 
-def align(documents: Sequence[Matrix], floor: float = TOPIC_FLOOR) -> list[AlignedTopic]:
+def align(
+    documents: Sequence[Matrix], floor: float = TOPIC_FLOOR, check: Callable[[], None] | None = None
+) -> list[AlignedTopic]:
     """Topics of the chunks of ``documents`` (one matrix of unit row vectors per document), in order of
-    first appearance."""
+    first appearance. ``check`` is called every ``_CHECK_EVERY`` chunks (it raises to stop: a cancelled
+    request)."""
     dimension = next((m.shape[1] for m in documents if m.size), 0)
-    sums = np.zeros((0, dimension), np.float64)
+    # One row per topic, at most one topic per chunk: allocated once, not grown row by row.
+    sums = np.zeros((sum(m.shape[0] for m in documents if m.size), dimension), np.float64)
     members: list[list[tuple[int, int]]] = []
+    seen = 0
     for d, matrix in enumerate(documents):
         for c, vector in enumerate(matrix):
+            seen += 1
+            if check is not None and seen % _CHECK_EVERY == 0:
+                check()
             if len(members):
-                norms = np.linalg.norm(sums, axis=1)
-                similarity = (sums @ vector) / np.where(norms == 0, 1.0, norms)
+                found = sums[: len(members)]
+                norms = np.linalg.norm(found, axis=1)
+                similarity = (found @ vector) / np.where(norms == 0, 1.0, norms)
                 nearest = int(np.argmax(similarity))
                 if similarity[nearest] >= floor:
                     sums[nearest] += vector
                     members[nearest].append((d, c))
                     continue
-            sums = np.vstack([sums, vector[None, :].astype(np.float64)])
+            sums[len(members)] = vector
             members.append([(d, c)])
     topics: list[AlignedTopic] = []
-    for total, chunks in zip(sums, members, strict=True):
+    for total, chunks in zip(sums[: len(members)], members, strict=True):
         centroid = (total / (np.linalg.norm(total) or 1.0)).astype(np.float32)
         best: dict[int, tuple[int, float]] = {}
         for d, c in chunks:

@@ -61,7 +61,7 @@ class Analysis:
         length = parse_length(request.length)
         ctx = QueryContext(store, "", None, principals)
         with _model_errors(store):
-            return self._summarizing.summarize(ctx, document_id, length, on_text, cancel)
+            return self._summarizing.summarize(ctx, document_id, length, on_text, cancel, limits.max_sentences)
 
     def compare(
         self,
@@ -76,4 +76,4 @@ class Analysis:
         question = comparison_question(request.question)
         ctx = QueryContext(store, question or "", None, principals)
         with _model_errors(store):
-            return self._comparing.compare(ctx, ids, question, on_text, cancel)
+            return self._comparing.compare(ctx, ids, question, on_text, cancel, limits.max_compared_chunks)

@@ -19,7 +19,8 @@ import numpy as np
 
 from acl.errors import GeneratorUnavailable
 from indexer.index import ChunkRecord
-from service.domain.analysis import Comparison, ComparisonTopic, TopicEntry
+from service.domain.analysis import Comparison, ComparisonTopic, TopicEntry, evenly, long_document
+from service.domain.limits import Limits
 from service.domain.queries import group_by_document
 from service.generation.boilerplate import boilerplate_section
 from service.generation.extractive import ExtractiveGenerator
@@ -36,6 +37,8 @@ log = logging.getLogger("docqa.query")
 
 #: Topics a comparison reports at most (the best ranked).
 MAX_TOPICS = 12
+#: Chunks of one document aligned at most, by default (``analysis.max_chunks``).
+MAX_COMPARED_CHUNKS = Limits().max_compared_chunks
 EXTRACTIVE_COMPARISON_NOTE = (
     "extractive comparison: statements quoted from the documents, not written by a language model"
 )
@@ -66,19 +69,33 @@ class Comparing:
         question: str | None,
         on_text: Callable[[str], None] | None = None,
         cancel: Cancellation | None = None,
+        max_chunks: int = MAX_COMPARED_CHUNKS,
     ) -> Comparison:
+        """``max_chunks``: the most chunks of one document aligned into topics (a longer document is sampled
+        evenly, in order, and the comparison says so)."""
         # All ids first: one unreadable id stops the request before any chunk is read.
         self._retrieval.readable_or_not_found(ctx, document_ids)
-        # A man page's SYNOPSIS and "Part of the git(1) suite" are alike in every page: no topic to compare.
-        chunks = [_substance(readable_chunks(self._retrieval, ctx, d)) for d in document_ids]
+        check = _still_wanted(cancel)
+        warnings: list[str] = []
+        chunks = []
+        for document_id in document_ids:
+            # A man page's SYNOPSIS and "Part of the git(1) suite" are alike in every page: no topic to compare.
+            found = _substance(readable_chunks(self._retrieval, ctx, document_id))
+            chunks.append([found[i] for i in evenly(len(found), max_chunks)])
+            if len(chunks[-1]) < len(found):
+                warnings.append(long_document(len(chunks[-1]), len(found), "chunks", document_id))
+            check()
         matrices = [_matrix(cs) for cs in chunks]
         asked = self._retrieval.embed(ctx) if question else None
-        ranked = rank(align(matrices), None if asked is None else np.asarray(asked, np.float32))[:MAX_TOPICS]
+        check()
+        topics_found = align(matrices, check=check)
+        check()
+        ranked = rank(topics_found, None if asked is None else np.asarray(asked, np.float32))[:MAX_TOPICS]
         ctx.clock.lap("align")
         topics, cited = self._topics(chunks, ranked, question, ctx.store.source_base_url)
         sources = tuple(source_chunk(c, ctx.store.source_base_url) for c in cited)
         calls = LlmCalls(self._generator, ctx.store.llm_model_id, self._allowlist, cancel)
-        extractive, error, warnings = True, None, list[str]()
+        extractive, error = True, None
         text = _extractive_text(topics, chunks) if topics else NOTHING_TO_COMPARE
         if topics and not isinstance(self._generator, ExtractiveGenerator):
             prompt_chunks = [
@@ -146,6 +163,11 @@ class Comparing:
             only_in = first.document_id if len(picked) == 1 else None
             topics.append(ComparisonTopic(label, tuple(entries), only_in, relevance))
         return topics, cited
+
+
+def _still_wanted(cancel: Cancellation | None) -> Callable[[], None]:
+    """What the comparison calls between pieces of work: Cancelled or DeadlineExceeded once its caller left."""
+    return cancel.check if cancel is not None else lambda: None
 
 
 def _substance(chunks: list[ChunkRecord]) -> list[ChunkRecord]:

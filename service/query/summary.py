@@ -17,12 +17,12 @@ from collections.abc import Callable, Sequence
 
 from acl.errors import GeneratorUnavailable
 from indexer.index import ChunkRecord
-from service.domain.analysis import Summary, SummaryLength, SummarySection
+from service.domain.analysis import Summary, SummaryLength, SummarySection, long_document
 from service.domain.queries import group_by_document
 from service.domain.source_links import source_link
 from service.generation.boilerplate import boilerplate_section
 from service.generation.extractive import ExtractiveGenerator
-from service.generation.extractive_summary import ExtractiveSummarizer
+from service.generation.extractive_summary import MAX_SENTENCES, ExtractiveSummarizer
 from service.generation.port import Generator
 from service.query.answering import source_chunk
 from service.query.cancellation import Cancellation
@@ -62,8 +62,14 @@ class Summarizing:
         length: SummaryLength,
         on_text: Callable[[str], None] | None = None,
         cancel: Cancellation | None = None,
+        max_sentences: int = MAX_SENTENCES,
     ) -> Summary:
+        """``max_sentences``: the most sentences an extractive summary ranks (a longer document is sampled, and
+        the summary says so)."""
         chunks = readable_chunks(self._retrieval, ctx, document_id)
+        check = None if cancel is None else cancel.check
+        if check is not None:
+            check()  # reading a long document's chunks may have outlasted its caller
         parts = sections(chunks)
         warnings: list[str] = []
         calls = LlmCalls(self._generator, ctx.store.llm_model_id, self._allowlist, cancel)
@@ -72,7 +78,7 @@ class Summarizing:
         if not parts:
             text, method, own, extractive = EMPTY_DOCUMENT, "extractive", (), True
         elif isinstance(self._generator, ExtractiveGenerator):
-            text, own = _extractive(parts, length)
+            text, own = _extractive(parts, length, max_sentences, warnings, check)
             method, extractive = "extractive", True
         else:
             title, uri = chunks[0].title, chunks[0].source_uri
@@ -81,7 +87,7 @@ class Summarizing:
             except GeneratorUnavailable as exc:  # the caller still gets a summary: the quoted one, and why
                 log.warning("summary of %s: the language model failed: %s", document_id, exc.message)
                 error = exc.message
-                text, own = _extractive(parts, length)
+                text, own = _extractive(parts, length, max_sentences, warnings, check)
                 method, extractive = "extractive", True
             else:
                 text, own, method, extractive = written.text, written.section_summaries, written.method, False
@@ -121,11 +127,21 @@ class Summarizing:
         )
 
 
-def _extractive(parts: Sequence[Section], length: SummaryLength) -> tuple[str, tuple[str, ...]]:
-    """The quoted summary citing its sections, and each section's own quoted summary."""
-    summarizer = ExtractiveSummarizer()
+def _extractive(
+    parts: Sequence[Section],
+    length: SummaryLength,
+    max_sentences: int,
+    warnings: list[str],
+    check: Callable[[], None] | None,
+) -> tuple[str, tuple[str, ...]]:
+    """The quoted summary citing its sections, and each section's own quoted summary; a warning joins
+    ``warnings`` when the document had more sentences than were ranked."""
+    summarizer = ExtractiveSummarizer(max_sentences)
     texts = ["" if boilerplate_section(s.heading_path) else s.text for s in parts]
-    picks = summarizer.sections(texts, length.section_sentences)
+    ranked = summarizer.rank(texts, length.section_sentences, check)
+    if ranked.considered < ranked.total:
+        warnings.append(long_document(ranked.considered, ranked.total, "sentences"))
+    picks = ranked.sections
     chosen = summarizer.document(picks, length.sentences)
     text = " ".join(f"{picks[i].best} [{i + 1}]" for i in chosen)
     return text or EMPTY_DOCUMENT, tuple(" ".join(p.sentences) for p in picks)

@@ -8,8 +8,6 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from acl.model import user_principal
-
 Command = Callable[[Any, str, str, str], argparse.ArgumentParser]
 
 
@@ -45,11 +43,12 @@ def add_analysis_commands(sub: Any, command: Command) -> None:
 
 
 def cmd_summarize(args: argparse.Namespace, app: Any) -> int:
+    from service.api.cli.audited import CLI_INTERFACE, cli_analysis, cli_identity
     from service.domain.analysis import SummaryRequest
-    from service.domain.queries import Caller
 
-    user_principal(args.as_user)  # validates the user id before any work
-    summary = app.engine.summarize(Caller(args.as_user), SummaryRequest(args.store, args.document_id, args.length))
+    identity = cli_identity(args.as_user)  # validates the user id before any work
+    request = SummaryRequest(args.store, args.document_id, args.length)
+    summary = cli_analysis(app).summarize(identity, request, CLI_INTERFACE)
     if args.json:
         print(json.dumps(summary.to_dict(local=True), ensure_ascii=False))
         return 0
@@ -72,12 +71,12 @@ def cmd_summarize(args: argparse.Namespace, app: Any) -> int:
 
 
 def cmd_compare(args: argparse.Namespace, app: Any) -> int:
+    from service.api.cli.audited import CLI_INTERFACE, cli_analysis, cli_identity
     from service.domain.analysis import ComparisonRequest
-    from service.domain.queries import Caller
 
-    user_principal(args.as_user)
+    identity = cli_identity(args.as_user)
     request = ComparisonRequest(args.store, tuple(args.document_ids), args.question)
-    comparison = app.engine.compare(Caller(args.as_user), request)
+    comparison = cli_analysis(app).compare(identity, request, CLI_INTERFACE)
     if args.json:
         print(json.dumps(comparison.to_dict(local=True), ensure_ascii=False))
         return 0

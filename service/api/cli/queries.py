@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from acl.errors import InvalidArgument
-from acl.model import user_principal
 from service.api.cli.filters import cli_filter
 
 if TYPE_CHECKING:
@@ -143,10 +142,10 @@ def print_answer(answer: Any, user: str, out: TextIO) -> None:
 
 
 def cmd_ask(args: argparse.Namespace, app: Any) -> int:
-    from service.domain.queries import Caller, DocumentQuery, MultiDocumentQuery, VectorQuery
+    from service.api.cli.audited import CLI_INTERFACE, cli_identity, cli_queries
+    from service.domain.queries import DocumentQuery, MultiDocumentQuery, VectorQuery
 
-    caller = Caller(args.as_user)
-    user_principal(args.as_user)  # validates the user id before any work
+    identity = cli_identity(args.as_user)  # validates the user id before any work
     if args.max_chunks is not None and args.max_chunks != -1:
         _check_k("--max-chunks", args.max_chunks, app, " (or -1 with --documents for whole documents)")
     query: Any
@@ -186,7 +185,7 @@ def cmd_ask(args: argparse.Namespace, app: Any) -> int:
             filters,
             conversation_id=args.conversation,
         )
-    answer = app.engine.ask(caller, query)
+    answer = cli_queries(app).ask(identity, query, CLI_INTERFACE)
     if args.json:
         print(json.dumps(answer.to_dict(local=True), ensure_ascii=False))
     else:
@@ -205,10 +204,10 @@ def _check_k(option: str, value: int, app: Any, hint: str = "") -> None:
 
 
 def cmd_search(args: argparse.Namespace, app: Any) -> int:
-    from service.domain.queries import Caller, VectorQuery
+    from service.api.cli.audited import CLI_INTERFACE, cli_identity, cli_queries
+    from service.domain.queries import VectorQuery
 
-    caller = Caller(args.as_user)
-    user_principal(args.as_user)
+    identity = cli_identity(args.as_user)
     _check_k("--k", args.k, app)
     query = VectorQuery(
         args.store,
@@ -219,7 +218,7 @@ def cmd_search(args: argparse.Namespace, app: Any) -> int:
         filters=cli_filter(args),
         conversation_id=args.conversation,
     )
-    answer = app.engine.ask(caller, query)
+    answer = cli_queries(app).ask(identity, query, CLI_INTERFACE)
     if args.json:
         print(json.dumps(answer.to_dict(local=True), ensure_ascii=False))
     else:

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import grpc
 
 from service.api.audited_analysis import AuditedAnalysis
-from service.api.grpc.context import Services, check_deadline, rpc
+from service.api.grpc.context import Services, call_cancellation, check_deadline, rpc
 from service.api.grpc.query import chunk_message, document_message
 from service.domain.analysis import Comparison, ComparisonRequest, Summary, SummaryRequest
 from service.query.cancellation import Cancellation
@@ -186,14 +186,16 @@ class AnalysisServicer:
     def SummarizeDocument(self, request: Any, context: grpc.ServicerContext) -> Any:
         identity = self.services.identity(context)
         check_deadline(context)
-        summary = self.analysis.summarize(identity, summary_request(request), "grpc")
+        summary = self.analysis.summarize(identity, summary_request(request), "grpc", cancel=call_cancellation(context))
         return summary_message(self.services, summary)
 
     @rpc
     def CompareDocuments(self, request: Any, context: grpc.ServicerContext) -> Any:
         identity = self.services.identity(context)
         check_deadline(context)
-        comparison = self.analysis.compare(identity, comparison_request(request), "grpc")
+        comparison = self.analysis.compare(
+            identity, comparison_request(request), "grpc", cancel=call_cancellation(context)
+        )
         return comparison_message(self.services, comparison)
 
     @rpc

@@ -19,6 +19,7 @@ from service.api.grpc.stubs import Stubs
 from service.api.stream_pool import StreamPool
 from service.bootstrap import App
 from service.observability.metrics import Metrics
+from service.query.cancellation import Cancellation
 from service.security.rate_limit import RateLimiter
 from service.security.tokens import Authenticator, Identity
 
@@ -89,6 +90,15 @@ def check_deadline(context: grpc.ServicerContext) -> None:
     remaining = context.time_remaining()
     if remaining is not None and remaining <= 0:
         raise DeadlineExceeded("the deadline passed before the request could be answered")
+
+
+def call_cancellation(context: grpc.ServicerContext) -> Cancellation:
+    """A cancellation set when the call ends before its work does (the client cancelled or went away) and
+    expiring at the call's deadline: what a unary call hands its long work, so that it stops with the call."""
+    cancel = Cancellation.within(context.time_remaining())
+    if not context.add_callback(cancel.cancel):
+        cancel.cancel()  # already over
+    return cancel
 
 
 def _status(error: BaseException) -> tuple[grpc.StatusCode, str]:

@@ -1,0 +1,140 @@
+"""A summary or comparison whose caller went away (cancelled, or past its deadline) stops, is audited CANCELLED
+or DEADLINE_EXCEEDED and is not kept in history as answered: over a real gRPC server on loopback.
+
+The language model stand-in holds its answer until the test has cancelled (or seen the deadline pass), then
+fails, so the work goes on for nobody: the extractive fallback, the comparison's own text."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+import pytest
+
+from acl.errors import GeneratorUnavailable
+from service.api.grpc.stubs import Stubs, load
+from service.bootstrap import App
+from service.domain.queries import Caller
+from service.generation.port import Completion, Generator, Prompt
+from service.persistence.ports import AuditRecord
+from tests.integration.server_world import STORE, Served, bearer, build_world, on_servers
+
+pytestmark = pytest.mark.integration
+
+
+class HeldModel(Generator):
+    """Holds every answer until ``release`` is set, then fails as an unreachable model does."""
+
+    def __init__(self) -> None:
+        self.model_id = "held"
+        self.context_tokens = 8192
+        self.called = threading.Event()
+        self.release = threading.Event()
+
+    def generate(self, prompt: Prompt) -> Completion:
+        self._hold()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def stream(self, prompt: Prompt) -> Iterator[str]:
+        self._hold()
+        yield ""  # pragma: no cover
+
+    def _hold(self) -> None:
+        self.called.set()
+        self.release.wait(30)
+        raise GeneratorUnavailable("the language model went away")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[App, Served, HeldModel]]:
+    model = HeldModel()
+    app = build_world(tmp_path_factory.mktemp("cancel"), generator=model)
+    with on_servers(app) as served:
+        yield app, served, model
+    app.close()
+
+
+@pytest.fixture
+def model(world: tuple[App, Served, HeldModel]) -> HeldModel:
+    held = world[2]
+    held.called.clear()
+    held.release.clear()
+    return held
+
+
+@pytest.fixture(scope="module")
+def stubs() -> Stubs:
+    return load()
+
+
+def _row(app: App, user: str) -> AuditRecord:
+    """``user``'s one audit row, once the server's worker has written it."""
+    for _ in range(600):
+        rows = app.repository.audit_records(user, 10)
+        if rows:
+            (row,) = rows
+            return row
+        time.sleep(0.05)
+    raise AssertionError(f"no audit row for {user}")
+
+
+def _past_the_servers_deadline() -> None:
+    """The server's deadline is the client's plus the request's way there: when the client gives up first it
+    cancels the call, and the server may see a cancel (CANCELLED) an instant before its own deadline passes."""
+    time.sleep(0.3)
+
+
+def _unanswered(app: App, user: str, query_class: str, outcome: str) -> None:
+    row = _row(app, user)
+    assert (row.query_class, row.outcome, row.interface) == (query_class, outcome, "grpc")
+    assert app.history.page(Caller(user), 10).entries == ()  # not kept as answered
+
+
+def _calls(world: Any, stubs: Stubs, user: str) -> tuple[Any, Any, tuple[tuple[str, str]]]:
+    stub = stubs.analysis_grpc.AnalysisServiceStub(grpc.insecure_channel(world[1].channel_target))
+    return stub, stubs.analysis, bearer(world[0], user)
+
+
+def test_a_cancelled_summary_stream_is_audited_cancelled_and_not_kept(
+    world: Any, stubs: Stubs, model: HeldModel
+) -> None:
+    stub, m, metadata = _calls(world, stubs, "carol")
+    call = stub.StreamSummarizeDocument(
+        m.SummarizeDocumentRequest(store_id=STORE, document_id="handbook"), metadata=metadata, timeout=60
+    )
+    assert model.called.wait(30)
+    call.cancel()
+    model.release.set()  # the model fails: the extractive fallback would run for nobody
+    with pytest.raises(grpc.RpcError) as info:
+        list(call)
+    assert info.value.code() == grpc.StatusCode.CANCELLED
+    _unanswered(world[0], "carol", "summary", "CANCELLED")
+
+
+def test_a_comparison_stream_past_its_deadline_is_audited_so_and_not_kept(
+    world: Any, stubs: Stubs, model: HeldModel
+) -> None:
+    stub, m, metadata = _calls(world, stubs, "bob")
+    request = m.CompareDocumentsRequest(store_id=STORE, document_ids=["handbook", "bob-notes"])
+    with pytest.raises(grpc.RpcError) as info:
+        list(stub.StreamCompareDocuments(request, metadata=metadata, timeout=1.5))
+    assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    _past_the_servers_deadline()
+    model.release.set()  # the model fails: the comparison's own quoted text would be kept for nobody
+    _unanswered(world[0], "bob", "comparison", "DEADLINE_EXCEEDED")
+
+
+def test_a_unary_comparison_past_its_deadline_is_audited_so_and_not_kept(
+    world: Any, stubs: Stubs, model: HeldModel
+) -> None:
+    stub, m, metadata = _calls(world, stubs, "alice")
+    request = m.CompareDocumentsRequest(store_id=STORE, document_ids=["handbook", "executive-pay"])
+    with pytest.raises(grpc.RpcError) as info:
+        stub.CompareDocuments(request, metadata=metadata, timeout=1.5)
+    assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    _past_the_servers_deadline()
+    model.release.set()
+    _unanswered(world[0], "alice", "comparison", "DEADLINE_EXCEEDED")

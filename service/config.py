@@ -816,6 +816,9 @@ class ServerConfig(_Section):
     #: port). Empty (the default): the headers are ignored and a caller is known by its connection's address,
     #: which the per-address rate limit keys on.
     forwarded_allow_ips: tuple[str, ...] = ()
+    #: SCIM 2.0 provisioning at /scim/v2 on the HTTP port (users and groups from an identity provider); every
+    #: request needs a token issued with ``docqa scim token``, so it is closed until an admin issues one.
+    scim: bool = True
 
     @field_validator("forwarded_allow_ips", mode="before")
     @classmethod

@@ -1,5 +1,4 @@
-"""The HTTP side: GraphQL (and GraphiQL) at /graphql, the web console, liveness, readiness and /metrics, served
-by uvicorn.
+"""The HTTP side (uvicorn): GraphQL and GraphiQL at /graphql, the web console, SCIM at /scim/v2, health, /metrics.
 
 With ``server.metrics_port`` set, /metrics moves to an operations listener of its own (with the health
 endpoints, for probes and Prometheus); with ``server.metrics_token`` set, /metrics wants that bearer token.
@@ -34,6 +33,7 @@ from service.api.errors import bounded_message
 from service.api.graphql.rate_limit import RateLimitedGraphQL, verified_identity
 from service.api.graphql.schema import GraphQLServices, RequestContext, build_schema, public_error
 from service.api.proxy_headers import proxy_options
+from service.api.scim import scim_routes
 from service.api.tls import describe, uvicorn_tls_options
 from service.api.web.headers import SecurityHeaders
 from service.api.web.pages import console_routes, graphiql_page
@@ -265,7 +265,7 @@ def build_http_app(services: GraphQLServices) -> ASGIApp:
         graphql = RateLimitedGraphQL(graphql, services.authenticator, limiter, services.metrics)
     metrics = [_metrics_route(services)] if config.metrics_port is None else []
     routes = [*_health_routes(services), *metrics, Route("/graphql", graphql, methods=["GET", "POST"])]
-    app = Starlette(routes=[*routes, *console_routes(services)])
+    app = Starlette(routes=[*routes, *console_routes(services), *scim_routes(services.app)])
     oidc = services.app.settings.web.oidc
     limited = _BodyLimit(app, config.max_message_bytes)
     return SecurityHeaders(limited, connect=() if oidc is None else (oidc.token_origin,))

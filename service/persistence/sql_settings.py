@@ -39,6 +39,7 @@ from service.persistence.sql_access import AclOverrideRow, AclRow, SqlAccessRows
 from service.persistence.sql_acl_reads import OVERRIDE_ORIGIN, acl_entries, readable_document
 from service.persistence.sql_base import Base, transaction
 from service.persistence.sql_history import history_row  # its tables join the metadata
+from service.persistence.sql_scim import ScimResourceRow  # noqa: F401 - its tables join the metadata
 
 __all__ = ["Base", "SqlSettingsRepository", "make_engine"]
 

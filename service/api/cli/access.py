@@ -1,4 +1,4 @@
-"""``docqa access explain``: why a user can (or cannot) read a document, from the server's own state."""
+"""``docqa access explain`` (why a user can or cannot read a document) and ``docqa scim`` (its tokens)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,16 @@ def add_access_commands(sub: Any, command: Command) -> None:
     q.add_argument("--json", action="store_true", help="print one JSON object")
     q.set_defaults(handler=cmd_access_explain)
 
+    p = command(
+        sub,
+        "scim",
+        "SCIM 2.0 provisioning at /scim/v2: issue the bearer token an identity provider calls it with",
+        "  docqa scim token            # prints a new token once; store it in the identity provider\n"
+        "  docqa scim revoke-tokens    # every token issued so far stops working",
+    )
+    p.add_argument("action", choices=["token", "revoke-tokens"], help="token: issue one; revoke-tokens: revoke all")
+    p.set_defaults(handler=cmd_scim)
+
 
 def cmd_access_explain(args: argparse.Namespace, app: Any) -> int:
     from service.access.explain import explain
@@ -51,6 +61,18 @@ def cmd_access_explain(args: argparse.Namespace, app: Any) -> int:
     print("  the user's principals:")
     for principal in result.principals:
         print(f"    {principal.path()}")
+    return 0
+
+
+def cmd_scim(args: argparse.Namespace, app: Any) -> int:
+    import getpass
+
+    from service.api.scim import issue_token, scim_rows
+
+    if args.action == "token":
+        print(issue_token(app, f"cli:{getpass.getuser()}"))
+    else:
+        print(f"{scim_rows(app).revoke_tokens()} token(s) revoked")
     return 0
 
 

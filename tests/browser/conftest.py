@@ -6,7 +6,7 @@ own data directory; tokens are minted by ``docqa token`` in the same data direct
 browser context (its own sessionStorage and cookies) and a page that records console messages and page errors.
 
 Screenshots go to ``tests/browser/artifacts/`` (git-ignored); with ``DOCQA_SCREENSHOTS=1`` the ask and admin
-screenshots are also written to ``docs/screenshots/`` for the README.
+screenshots are also written to ``docs/screenshots/`` for the README and docs/console.md.
 """
 
 from __future__ import annotations
@@ -301,7 +301,7 @@ def open_page(browser: Any, server: Server) -> Iterator[Callable[..., Watched]]:
 
 
 def shot(page: Any, name: str) -> None:
-    """A screenshot per test in tests/browser/artifacts/; the README's two also in docs/screenshots/ on request."""
+    """A screenshot per test in tests/browser/artifacts/; the docs' two also in docs/screenshots/ on request."""
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
     if os.environ.get("DOCQA_SCREENSHOTS") == "1" and name in ("ask", "admin"):

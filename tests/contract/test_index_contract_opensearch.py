@@ -39,7 +39,7 @@ pytestmark = [
     pytest.mark.skipif(
         not URL,
         reason="OPENSEARCH_URL is not set: this suite needs a live OpenSearch 2.19+/3.x with the k-NN plugin "
-        "(README, section OpenSearch)",
+        "(docs/production.md, section OpenSearch)",
     ),
     # Only when OPENSEARCH_VERIFY=false was asked for: the client then warns on every request.
     pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning"),

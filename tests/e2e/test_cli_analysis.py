@@ -1,4 +1,4 @@
-"""The README's summary and comparison lines, run as a user runs them on the Acme corpus."""
+"""The summary and comparison lines of docs/analysis.md, run as a user runs them on the Acme corpus."""
 
 from __future__ import annotations
 
@@ -14,10 +14,9 @@ corpus = test_cli.corpus  # the CLI suite's fixture: a copy of examples/acme
 
 
 def _lines() -> list[list[str]]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Summaries and comparisons", 1)[1].split("\n## ", 1)[0]
+    section = (ROOT / "docs" / "analysis.md").read_text(encoding="utf-8")
     block = re.search(r"```sh\n(.*?)```", section, re.DOTALL)
-    assert block, "the README lost its summary and comparison examples"
+    assert block, "docs/analysis.md lost its summary and comparison examples"
     return [shlex.split(line, comments=True) for line in block.group(1).splitlines() if line.startswith("docqa ")]
 
 

@@ -1,4 +1,4 @@
-"""``docqa ask/search`` metadata filter options as a user runs them: the README's section, and bad input."""
+"""``docqa ask/search`` metadata filter options as a user runs them: docs/filters.md's examples, and bad input."""
 
 from __future__ import annotations
 
@@ -16,11 +16,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _readme_lines() -> list[list[str]]:
-    """The ``docqa`` lines of the README section *Metadata filters*."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Metadata filters", 1)[1].split("\n## ", 1)[0]
+    """The ``docqa`` lines of the page *Metadata filters* (docs/filters.md)."""
+    section = (ROOT / "docs" / "filters.md").read_text(encoding="utf-8")
     block = re.search(r"```sh\n(.*?)```", section, re.DOTALL)
-    assert block, "the README's metadata filter section lost its examples"
+    assert block, "docs/filters.md lost its examples"
     return [shlex.split(line, comments=True) for line in block.group(1).splitlines() if line.startswith("docqa ")]
 
 

@@ -1,4 +1,4 @@
-"""The README's conversation, history and feedback lines, run as a user runs them; the CLI's refusals."""
+"""The conversation, history and feedback lines of docs/conversations.md, run as a user runs them; refusals."""
 
 from __future__ import annotations
 
@@ -19,17 +19,16 @@ from tests.e2e.test_cli import run
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTION = "## Conversations, history and feedback"
+PAGE = ROOT / "docs" / "conversations.md"
 
 
 def _section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    return text.split(SECTION, 1)[1].split("\n## ", 1)[0]
+    return PAGE.read_text(encoding="utf-8")
 
 
 def _lines() -> list[list[str]]:
     block = re.search(r"```sh\n(.*?)```", _section(), re.DOTALL)
-    assert block, "the README's history section lost its examples"
+    assert block, "docs/conversations.md lost its examples"
     return [shlex.split(line, comments=True) for line in block.group(1).splitlines() if line.startswith("docqa ")]
 
 

@@ -317,6 +317,7 @@ class App:
         """The admin operations a server runs for ``caller`` (each refuses a non-admin); ``actor``: who the
         audit trail names."""
         from service.access.authorized import AuthorizedAdmin
+        from service.access.explain import AccessExplainer
 
         return AuthorizedAdmin(
             caller,
@@ -324,6 +325,7 @@ class App:
             admin=lambda: self.admin,
             admin_without_index=self.admin_without_index,
             ingestor=self.ingestor,
+            explainer=lambda: AccessExplainer(self.repository, self.group_sources, self.admin_without_index().acl_view),
         )
 
     @property

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from service.access.admin import Admin
+from service.access.explain import AccessExplainer, Explanation
 from service.access.state import AclView
 from service.domain.authorization import AdminOperation, HasRole, require_admin
 from service.domain.store import Store
@@ -27,6 +28,7 @@ class AuthorizedAdmin:
         admin: Callable[[], Admin],
         admin_without_index: Callable[[], Admin],
         ingestor: Callable[..., Any],
+        explainer: Callable[[], AccessExplainer],
     ) -> None:
         """``actor``: who the audit trail names (``grpc:alice``); the callables build the use cases lazily,
         so a refused call starts no index or model."""
@@ -35,6 +37,7 @@ class AuthorizedAdmin:
         self._admin = admin
         self._light = admin_without_index
         self._ingestor = ingestor
+        self._explainer = explainer
 
     def _may(self, operation: AdminOperation) -> None:
         require_admin(self._caller, operation)
@@ -56,6 +59,13 @@ class AuthorizedAdmin:
     def reset_acl(self, document_id: str, store_id: str | None) -> AclView:
         self._may(AdminOperation.RESET_DOCUMENT_ACL)
         return self._admin().reset_acl(document_id, store_id)
+
+    def explain_access(
+        self, user_id: str, document_id: str, store_id: str | None, *, by: str, interface: str
+    ) -> Explanation:
+        """Why ``user_id`` can or cannot read ``document_id`` (read-only; audited as ``by`` over ``interface``)."""
+        self._may(AdminOperation.EXPLAIN_ACCESS)
+        return self._explainer().explain(user_id, document_id, store_id, by=by, interface=interface)
 
     # groups ------------------------------------------------------------------------------------------
     def change_member(self, action: str, group: str, member: str) -> bool:

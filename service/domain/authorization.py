@@ -27,6 +27,7 @@ class AdminOperation(StrEnum):
     READ_DOCUMENT_ACL = "read a document's ACL and its provenance"
     SET_DOCUMENT_ACL = "override a document's ACL"
     RESET_DOCUMENT_ACL = "hand a document back to its source's ACL"
+    EXPLAIN_ACCESS = "explain why a user can or cannot read a document (their groups and the deciding entry)"
     CHANGE_GROUP_MEMBER = "add, remove or reset a group membership"
     INDEX_DOCUMENT = "push documents into a store"
     DELETE_DOCUMENT = "delete a document"

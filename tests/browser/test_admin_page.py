@@ -1,5 +1,5 @@
 """The admin page: who gets it at all, the live relevancy preview, calibration's plot, settings with the server's
-validation messages, and the audit view."""
+validation messages, why a user can or cannot read a document, and the audit view."""
 
 from __future__ import annotations
 
@@ -213,3 +213,30 @@ def test_the_audit_table_fits_its_card(open_page: Any, server: Server) -> None:
     wrap = page.locator("#audit-table").locator("xpath=..")
     fits = wrap.evaluate("w => w.scrollWidth <= w.clientWidth + 1")
     assert fits, wrap.evaluate("w => [w.scrollWidth, w.clientWidth]")
+
+
+def test_explain_panel_shows_the_decision_acl_and_chains(open_page: Any, server: Server) -> None:
+    page = open_page().page
+    _open_admin(page, server)
+    page.locator("#admin-store").select_option("eng")
+    page.get_by_label("User", exact=True).fill("bob")
+    page.get_by_label("Document id").fill("runbooks/deploy.md")
+    page.get_by_role("button", name="Explain").click()
+    decision = page.locator("#explain-decision")
+    expect(decision).to_have_text("user:bob CAN read runbooks/deploy.md")
+    expect(page.locator("#explain-reason")).to_contain_text("allows group:engineering")
+    expect(page.locator("#explain-acl")).to_contain_text("manifest")
+    row = page.locator('#explain-rows tr[data-principal="group:engineering"]')
+    expect(row).to_contain_text("user:bob → group:engineering (manifest of store eng)")
+    expect(row).to_contain_text("allow group:engineering")
+    shot(page, "explain-access")
+
+    page.get_by_label("User", exact=True).fill("alice")
+    page.get_by_role("button", name="Explain").click()
+    expect(decision).to_have_text("user:alice CANNOT read runbooks/deploy.md")
+    expect(page.locator("#explain-acl")).to_contain_text("none allows the user")
+
+    page.get_by_label("Document id").fill("no/such.md")
+    page.get_by_role("button", name="Explain").click()
+    expect(page.locator("#notice")).to_be_visible()
+    expect(page.locator("#explain-result")).to_be_hidden()

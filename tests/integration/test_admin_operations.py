@@ -30,6 +30,7 @@ pytestmark = pytest.mark.integration
 GRAPHQL_ADMIN: dict[str, str] = {
     "relevancyPreview": f'query {{ relevancyPreview(storeId: "{STORE}", question: "vacation") {{ storeId }} }}',
     "documentAcl": 'query { documentAcl(documentId: "executive-pay") { source } }',
+    "explainAccess": 'query { explainAccess(userId: "alice", documentId: "executive-pay") { readable } }',
     "feedback": f'query {{ feedback(storeId: "{STORE}") {{ pageInfo {{ hasNextPage }} }} }}',
     "auditEntries": 'query { auditEntries(userId: "bob") { queryId } }',
     "setRelevancyLevel": f'mutation {{ setRelevancyLevel(storeId: "{STORE}", level: 0.9) {{ id }} }}',
@@ -87,6 +88,9 @@ GRPC_ADMIN: dict[str, Request] = {
     "docqa.v1.AdminService/CalibrateStore": lambda s: s.admin.CalibrateStoreRequest(store_id=STORE, apply=True),
     "docqa.v1.AdminService/StartAdaptation": lambda s: s.admin.StartAdaptationRequest(store_id=STORE),
     "docqa.v1.AdminService/GetAdaptation": lambda s: s.admin.GetAdaptationRequest(store_id=STORE),
+    "docqa.v1.AdminService/ExplainAccess": lambda s: s.admin.ExplainAccessRequest(
+        user_id="alice", document_id="executive-pay"
+    ),
     "docqa.v1.IndexingService/UpsertDocument": _upsert,
     "docqa.v1.IndexingService/BulkUpsert": lambda s: iter([_upsert(s)]),
     "docqa.v1.IndexingService/DeleteDocument": lambda s: s.indexing.DeleteDocumentRequest(
@@ -234,7 +238,7 @@ def test_the_refused_requests_are_ones_an_admin_may_make(world: tuple[App, Serve
     """The tables' requests are well formed: an admin's reach the operation (so the refusals above are the
     role check, not a bad argument). Read-only ones only, so the world stays as it is."""
     app, served = world
-    for operation in ("documentAcl", "feedback", "auditEntries", "adaptation"):
+    for operation in ("documentAcl", "explainAccess", "feedback", "auditEntries", "adaptation"):
         reply = httpx.post(
             served.graphql_url,
             json={"query": GRAPHQL_ADMIN[operation]},
@@ -247,6 +251,7 @@ def test_the_refused_requests_are_ones_an_admin_may_make(world: tuple[App, Serve
             "docqa.v1.IndexingService/GetDocumentAcl",
             "docqa.v1.HistoryService/ListFeedback",
             "docqa.v1.AdminService/GetAdaptation",
+            "docqa.v1.AdminService/ExplainAccess",
         ):
             descriptor, grpc_module = grpc_methods(stubs)[method]
             stub = getattr(grpc_module, f"{descriptor.containing_service.name}Stub")(channel)

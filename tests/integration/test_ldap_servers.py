@@ -175,5 +175,10 @@ def test_access_explain_on_the_cli(
         assert "not found" in capsys.readouterr().err
         assert main(["access", "explain", "--user", "a*)(uid=*", "--document", "forecast.md"]) == 2
         assert "invalid principal" in capsys.readouterr().err
+        app = build_app(Settings(), embedder_factory=lambda _: FakeEmbedder())
+        rows = [r for r in app.repository.audit_records(None, 100, None, None) if r.query_class == "explain_access"]
+        app.close()
+        # The two explanations given are audited (interface cli); the refused ones are not.
+        assert [(r.store_id, r.document_ids, r.interface) for r in rows] == [(STORE, ("forecast.md",), "cli")] * 2
     finally:
         ldap.stop()

@@ -44,10 +44,13 @@ def add_access_commands(sub: Any, command: Command) -> None:
 
 
 def cmd_access_explain(args: argparse.Namespace, app: Any) -> int:
-    from service.access.explain import explain
+    from service.access.explain import AccessExplainer
+    from service.api.cli.admin import _actor
 
-    acl = app.admin_without_index().acl_view(args.document, args.store)
-    result = explain(app.repository, app.group_sources, args.user, acl)
+    # Audited as the servers' explainAccess is (class explain_access, interface cli, the operator's login).
+    explainer = AccessExplainer(app.repository, app.group_sources, app.admin_without_index().acl_view)
+    result = explainer.explain(args.user, args.document, args.store, by=_actor().removeprefix("cli:"), interface="cli")
+    acl = result.acl
     if args.json:
         print(json.dumps(result.to_dict()))
         return 0

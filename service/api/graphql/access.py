@@ -8,6 +8,7 @@ import strawberry
 
 from acl.model import Acl
 from service.access.authorized import AuthorizedAdmin
+from service.access.explain import Explanation
 from service.access.state import AclView
 from service.bootstrap import App
 from service.persistence.ports import ADMIN_SOURCE
@@ -53,6 +54,56 @@ class DocumentAcl:
         )
 
 
+@strawberry.type(description="One link of a chain: member is in group because source says so.")
+class MembershipLink:
+    member: str
+    group: str
+    source: str = strawberry.field(
+        description="admin, scim, manifest of store <id>, the directory's name (ldap), everyone, or a sync's name."
+    )
+
+
+@strawberry.type(description="A principal the user holds and the chain of memberships that gives it.")
+class HeldPrincipal:
+    principal: str
+    path: str = strawberry.field(description="The chain as one line: user:carol → group:a (ldap) → group:b (admin).")
+    chain: list[MembershipLink] = strawberry.field(description="Empty for the user itself.")
+
+
+@strawberry.type(description="Why a user can or cannot read a document (the directory's view: not a token's groups).")
+class AccessExplanation:
+    user_id: str
+    store_id: str
+    document_id: str
+    readable: bool
+    reason: str
+    deciding_entry: str | None = strawberry.field(
+        description="The entry that decided ('deny group:x' or 'allow user:y'; deny wins); null when none allows."
+    )
+    acl: DocumentAcl
+    principals: list[HeldPrincipal]
+
+    @staticmethod
+    def of(result: Explanation) -> AccessExplanation:
+        return AccessExplanation(
+            user_id=result.user,
+            store_id=result.acl.store_id,
+            document_id=result.acl.document_id,
+            readable=result.readable,
+            reason=result.reason,
+            deciding_entry=result.deciding,
+            acl=DocumentAcl.of(result.acl),
+            principals=[
+                HeldPrincipal(
+                    principal=p.principal,
+                    path=p.path(),
+                    chain=[MembershipLink(member=k.member, group=k.group, source=k.source) for k in p.chain],
+                )
+                for p in result.principals
+            ],
+        )
+
+
 def _admin(app: App, identity: Identity) -> AuthorizedAdmin:
     """The admin operations for this caller: each refuses a non-admin (FORBIDDEN)."""
     return app.admin_for(identity, f"graphql:{identity.user_id}")
@@ -60,6 +111,14 @@ def _admin(app: App, identity: Identity) -> AuthorizedAdmin:
 
 def document_acl(app: App, identity: Identity, document_id: str, store_id: str | None) -> DocumentAcl:
     return DocumentAcl.of(_admin(app, identity).acl_view(document_id, store_id))
+
+
+def explain_access(
+    app: App, identity: Identity, user_id: str, document_id: str, store_id: str | None
+) -> AccessExplanation:
+    admin = _admin(app, identity)
+    result = admin.explain_access(user_id, document_id, store_id, by=identity.user_id, interface="graphql")
+    return AccessExplanation.of(result)
 
 
 def set_document_acl(

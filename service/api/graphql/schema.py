@@ -27,9 +27,11 @@ from service.api.audit import AuditedQueries
 from service.api.errors import bounded_message, for_remote_caller, mapping_for, public_message
 from service.api.graphql import history as past
 from service.api.graphql.access import (
+    AccessExplanation,
     DocumentAcl,
     change_member,
     document_acl,
+    explain_access,
     reset_document_acl,
     set_document_acl,
     update_settings,
@@ -395,6 +397,20 @@ class Query:
     ) -> DocumentAcl:
         return await _run(
             info, "documentAcl", lambda c: document_acl(c.services.app, c.identity(), document_id, store_id)
+        )
+
+    @strawberry.field(
+        description="Why a user can or cannot read a document: the decision, the deciding entry (deny wins), the "
+        "ACL with its source, and every principal the user holds with the chain and source that give it "
+        "(read-only; audited as class explain_access; admin only). userId: 'alice' or 'user:alice'."
+    )
+    async def explain_access(
+        self, info: Info[RequestContext, None], user_id: str, document_id: str, store_id: str | None = None
+    ) -> AccessExplanation:
+        return await _run(
+            info,
+            "explainAccess",
+            lambda c: explain_access(c.services.app, c.identity(), user_id, document_id, store_id),
         )
 
     @strawberry.field(description="The caller's answered queries, newest first (first: 1-100, default 20).")

@@ -19,6 +19,7 @@ from service.api.errors import for_remote_caller, mapping_for, public_message
 from service.api.grpc.adaptation import adapt_request, adaptation_message
 from service.api.grpc.calibration import calibration_message
 from service.api.grpc.context import Services, rpc
+from service.api.grpc.explain import explanation_message
 from service.api.grpc.filters import pushed_modified
 from service.persistence.ports import ADMIN_SOURCE
 
@@ -164,6 +165,14 @@ class AdminServicer:
     def GetAdaptation(self, request: Any, context: grpc.ServicerContext) -> Any:
         status = adaptation(self.services.app, self.services.identity(context), request.store_id)
         return adaptation_message(self.services.stubs.admin, status)
+
+    @rpc
+    def ExplainAccess(self, request: Any, context: grpc.ServicerContext) -> Any:
+        identity = self.services.identity(context)
+        result = self.services.app.admin_for(identity, f"grpc:{identity.user_id}").explain_access(
+            request.user_id, request.document_id, request.store_id or None, by=identity.user_id, interface="grpc"
+        )
+        return explanation_message(self.services.stubs.admin, self.services.stubs.common, result)
 
 
 def _acl(message: Any) -> Acl:

@@ -1,4 +1,5 @@
-// The admin console: a store's settings, a live relevancy preview, calibration with an inline SVG plot, the audit trail.
+// The admin console: a store's settings, a live relevancy preview, calibration with an inline SVG plot, why a user
+// can or cannot read a document, the audit trail.
 import {
   ApiError,
   USER_INPUT_CODES,
@@ -43,6 +44,13 @@ const AUDIT = `query Audit($userId: String, $limit: Int!, $since: String, $until
   auditEntries(userId: $userId, limit: $limit, since: $since, until: $until) {
     queryId userId storeId queryClass outcome interface createdAt documentCount chunkCount threshold
     timingsMs { name ms }
+  }
+}`;
+const EXPLAIN = `query Explain($userId: String!, $documentId: String!, $storeId: String) {
+  explainAccess(userId: $userId, documentId: $documentId, storeId: $storeId) {
+    userId storeId documentId readable reason decidingEntry
+    acl { allow deny source changedBy changedAt }
+    principals { principal path chain { member group source } }
   }
 }`;
 
@@ -459,6 +467,59 @@ function calibrationPlot(report) {
   return root;
 }
 
+// ---------------------------------------------------------------- access explanation
+
+async function onExplainSubmit(event) {
+  event.preventDefault();
+  const userId = $("explain-user").value.trim();
+  const documentId = $("explain-document").value.trim();
+  if (!userId || !documentId) {
+    notify($("notice"), "Type a user id and a document id to explain.");
+    $(userId ? "explain-document" : "explain-user").focus();
+    return;
+  }
+  $("explain-button").disabled = true;
+  notify($("notice"), "");
+  let data;
+  try {
+    data = await graphql(EXPLAIN, { userId, documentId, storeId: storeId() || null });
+  } catch (error) {
+    $("explain-result").hidden = true;
+    failed(error);
+    return;
+  } finally {
+    $("explain-button").disabled = false;
+  }
+  showExplanation(data.explainAccess);
+}
+
+function showExplanation(result) {
+  const decision = $("explain-decision");
+  decision.textContent = `user:${result.userId} ${result.readable ? "CAN" : "CANNOT"} read ${result.documentId}`;
+  decision.className = `verdict ${result.readable ? "pass" : "fail"}`;
+  decision.dataset.readable = String(result.readable);
+  $("explain-reason").textContent = `— because ${result.reason}.`;
+  const acl = result.acl;
+  const list = $("explain-acl");
+  clear(list);
+  const origin = acl.changedBy ? `${acl.source}, by ${acl.changedBy} ${when(acl.changedAt)}` : acl.source;
+  stat(list, "ACL source", origin);
+  stat(list, "Allow", acl.allow.join(", ") || "nobody");
+  stat(list, "Deny", acl.deny.join(", ") || "nobody");
+  stat(list, "Deciding entry", result.decidingEntry || "none allows the user");
+  const rows = $("explain-rows");
+  clear(rows);
+  const decides = (result.decidingEntry || "").split(" ").slice(1).join(" ");
+  for (const p of result.principals) {
+    rows.append(h("tr", { "data-principal": p.principal, class: p.principal === decides ? "deciding" : "" },
+      h("td", { class: "mono" }, p.principal),
+      h("td", {}, p.path),
+      h("td", {}, p.principal === decides ? result.decidingEntry : ""),
+    ));
+  }
+  $("explain-result").hidden = false;
+}
+
 // ---------------------------------------------------------------- audit
 
 async function onAuditSubmit(event) {
@@ -527,6 +588,7 @@ function wire() {
   $("use-level").addEventListener("click", onUseLevel);
   $("calibrate").addEventListener("click", () => calibrate(false));
   $("calibrate-apply").addEventListener("click", () => calibrate(true));
+  $("explain-form").addEventListener("submit", onExplainSubmit);
   $("audit-form").addEventListener("submit", onAuditSubmit);
 }
 

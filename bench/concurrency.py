@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from figures import percentiles  # noqa: E402  (bench/figures.py)
+from provenance import record  # noqa: E402  (bench/provenance.py)
 
 STORE = "bench"
 AUTH = {"hs256_secret": "bench-secret-" + "0" * 64, "issuer": "docqa-bench", "audience": "docqa"}
@@ -353,6 +354,10 @@ def main() -> None:
                 f"(server {one['server_cpu']:.1f}, client {one['client_cpu']:.1f}); {cores} cores serve at most "
                 f"{cores * 1000 / busy:.1f} req/s at that cost, {cores * 1000 / busy / one['rps']:.2f}x one client"
             )
+    cells = {
+        f"{mode}/{transport}/{count}": row for mode, rows in table.items() for (transport, count), row in rows.items()
+    }
+    record("concurrency", {"chunks": chunks, "vectors": args.vectors, "seconds": args.seconds, **cells})
 
 
 if __name__ == "__main__":

@@ -41,6 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from provenance import record  # noqa: E402  (bench/provenance.py)
+
 from indexer.chunker import Chunker  # noqa: E402
 from indexer.embedder import Embedder, SentenceTransformerEmbedder  # noqa: E402
 from indexer.embedder_onnx import OnnxEmbedder  # noqa: E402
@@ -153,7 +155,7 @@ def pipeline_rate(embedder: Embedder, folder: Path, data_dir: Path, prefetch_bat
     return report.chunks / elapsed, report.chunks
 
 
-def whole_path(backends: dict[str, Embedder], folder: Path, work: Path, repeat: int) -> None:
+def whole_path(backends: dict[str, Embedder], folder: Path, work: Path, repeat: int) -> dict[str, list[float]]:
     """The whole indexing path, torch and ONNX one thread, ONNX with read-ahead; runs alternate, best of each."""
     runs = {
         "torch fp32, sequential": (backends["torch fp32"], 0),
@@ -182,6 +184,7 @@ def whole_path(backends: dict[str, Embedder], folder: Path, work: Path, repeat: 
             f"| {name} | {max(got):.1f} / {statistics.median(got):.1f} | {max(got) / max(torch):.2f} / "
             f"{to_torch:.2f} | {max(got) / max(sequential):.2f} / {to_sequential:.2f} |"
         )
+    return rates
 
 
 def main() -> None:
@@ -204,6 +207,7 @@ def main() -> None:
         onnx_e.embed_query("warm up")
         print(f"ONNX model ready in {time.perf_counter() - started:.1f} s (export, or found in a cache)")
         backends: dict[str, Embedder] = {"torch fp32": torch_e, "onnx fp32": onnx_e}
+        figures: dict[str, object] = {}
         if args.int8:
             int8 = OnnxEmbedder(caches=caches, quantize="int8")  # embedding.quantize: int8
             int8.embed_query("warm up")
@@ -215,8 +219,9 @@ def main() -> None:
             print(
                 f"whole indexing path on {pipeline_corpus(folder, args.pipeline_docs or 20, args.pipeline_generated)}"
             )
-            whole_path(backends, folder, Path(tmp), args.pipeline_repeat)
+            figures["whole_path_chunks_per_s"] = whole_path(backends, folder, Path(tmp), args.pipeline_repeat)
         if args.pipeline_only:
+            record("embedders", figures)
             return
         texts, docs, questions = corpus(onnx_e, args.chunks)
         tokens = sum(len(onnx_e.tokenizer.token_spans(t)) for t in texts) / len(texts)
@@ -237,21 +242,25 @@ def main() -> None:
         print("| --- | --- | --- | --- | --- |")
         for name, embedder in backends.items():
             cosines = (vectors[name] * vectors["torch fp32"]).sum(axis=1)
+            hits = hit_at_5(embedder, vectors[name], docs, questions)
             print(
                 f"| {name} | {max(rates[name]):.1f} | {max(rates[name]) / base:.2f} | "
-                f"{cosines.mean():.4f} / {cosines.min():.4f} | "
-                f"{hit_at_5(embedder, vectors[name], docs, questions):.3f} |"
+                f"{cosines.mean():.4f} / {cosines.min():.4f} | {hits:.3f} |"
             )
+            figures[name] = {"chunks_per_s": rates[name], "cosine_mean": float(cosines.mean()), "hit_at_5": hits}
         short = [q.question for q in questions] or ["How many vacation days do I get?"]
         asked = [short[i % len(short)] for i in range(args.queries)]
         print(f"\nquestion embedding, {len(asked)} questions: p50 / p99 ms")
         p50s = {name: latency(embedder, asked) for name, embedder in backends.items()}
         for name, (p50, p99) in p50s.items():
             print(f"  {name:11} {p50:6.2f} / {p99:6.2f}   × torch p50 {p50s['torch fp32'][0] / p50:.2f}")
+        figures["question_p50_p99_ms"] = p50s
         print("\ncold process to its first vector (interpreter start included; in-process part; torch imported?)")
         for backend in ("torch", "onnx"):
             total, inside, loaded = cold(backend, Path(tmp) / f"cold-{backend}")
             print(f"  {backend:5} {total:5.2f} s ({inside:.2f} s in-process), torch imported: {loaded}")
+            figures[f"cold_{backend}_s"] = total
+        record("embedders", {"chunks": len(texts), "int8": args.int8, **figures})
 
 
 if __name__ == "__main__":

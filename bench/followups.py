@@ -39,6 +39,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.provenance import record
 from service.domain.queries import Caller, VectorQuery
 from service.history.rewrite import offline_rewrite
 
@@ -148,6 +149,10 @@ def main() -> None:
     print("\nrewrites:")
     for pair, question in zip(pairs, variants["offline rewrite"], strict=True):
         print(f"  {pair['id']}: {pair['follow_up']!r} -> {question!r}")
+    figures = {
+        name: {"hit_at_1": h1, "hit_at_5": h5, "as_standalone": same} for name, (h1, h5, same) in results.items()
+    }
+    record("followups", {"pairs": args.pairs, "store": store, "chunks": app.index.count(store), **figures})
     app.close()
 
 

@@ -22,6 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from provenance import record  # noqa: E402  (bench/provenance.py)
+
 WORDS = """
     policy employee revenue quarter budget travel expense security password incident report
     engineering rotation salary manager approval vacation allowance carry over request portal
@@ -94,6 +96,17 @@ def main() -> None:
         print(
             f"best of {args.repeat}: raw encode {raw:.1f} chunks/s, pipeline {pipe:.1f} chunks/s, "
             f"ratio {pipe / raw:.3f} (target ≥ 0.9)"
+        )
+        record(
+            "indexing",
+            {
+                "docs": args.docs,
+                "chunks": len(texts),
+                "model": embedder.model_name,
+                "raw_chunks_per_s": raw_rates,
+                "pipeline_chunks_per_s": pipe_rates,
+                "ratio_best": pipe / raw,
+            },
         )
 
 

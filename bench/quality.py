@@ -48,6 +48,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.provenance import record  # noqa: E402
 from indexer.index import acl_filter  # noqa: E402
 from service.bootstrap import App, build_app  # noqa: E402
 from service.config import load_settings  # noqa: E402
@@ -369,6 +370,8 @@ def main() -> None:
     path = out / f"quality-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps({k: v.to_dict() for k, v in reports.items()}, indent=1))
     print(f"\nper-question reports: {path}", file=sys.stderr)
+    summaries = {label: each.to_dict()["summary"] for label, each in reports.items()}
+    record("quality", {"questions": questions.path, "chunks": counts, "report": str(path), **summaries})
 
 
 if __name__ == "__main__":

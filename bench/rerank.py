@@ -23,6 +23,8 @@ import statistics
 import time
 from collections.abc import Callable
 
+from provenance import record  # bench/provenance.py (bench/ is on sys.path when run as a script)
+
 from acl.model import Acl
 from indexer.embedder import SentenceTransformerEmbedder
 from indexer.index import ChunkRecord, SearchHit
@@ -108,9 +110,12 @@ def main() -> None:
     print(f"offline reranker, {args.candidates} candidates, {args.queries} queries, torch threads {args.threads}")
     print("| step | p50 ms | best ms | p50 / baseline |")
     print("| --- | ---: | ---: | ---: |")
+    figures = {}
     for label, times in rows:
         p50 = statistics.median(times)
         print(f"| {label} | {p50:.1f} | {min(times):.1f} | {p50 / baseline:.2f} |")
+        figures[label] = {"p50_ms": p50, "best_ms": min(times), "p50_over_baseline": p50 / baseline}
+    record("rerank", {"queries": args.queries, "candidates": args.candidates, "threads": args.threads, **figures})
 
 
 if __name__ == "__main__":

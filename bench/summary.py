@@ -23,6 +23,7 @@ from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen.canvas import Canvas
 
 from acl.model import Acl
+from bench.provenance import record
 from service.bootstrap import build_app
 from service.config import Settings
 from service.domain.analysis import SummaryRequest
@@ -131,6 +132,7 @@ def main() -> None:
         f"{large['pages']} pages vs {small['pages']}: summary time ×{large['summary_s'] / small['summary_s']:.1f} "
         f"for ×{large['chunks'] / max(small['chunks'], 1):.1f} chunks"
     )
+    record("summary", {"baseline": small, "measured": large})
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from bench.leakage.docqa_target import DocQATarget
 from bench.leakage.run import run, table
+from bench.provenance import record
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     target = DocQATarget(keep=args.keep)
     report = run(target, args.probes, args.seed, args.timing_pairs, args.cli_share, log=sys.stderr, filler=args.filler)
     print(table(report), flush=True)
+    found = report.as_dict()
+    leaks = {channel: found["channels"][channel]["leaks"] for channel in found["channels"]}
+    keys = ("probes_run", "latencies", "control", "statistics_inconclusive", "seconds", "setup_s")
+    record("leakage", {"seed": args.seed, "leaks": leaks, **{key: found[key] for key in keys}})
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report.as_dict(), indent=1))

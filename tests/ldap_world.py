@@ -1,5 +1,4 @@
-"""A real OpenLDAP server (Debian's ``slapd``) for the directory tests: started in a temporary folder on a free
-port with a generated configuration, seeded with people and nested groups, stopped and started again on demand.
+"""The directory tests' OpenLDAP server: :class:`bench.leakage.ldap.Slapd` seeded with people and nested groups.
 
 Without ``slapd`` on the machine (``apt-get install slapd``; ``.ci/run`` installs it) the tests that need it are
 skipped, saying so.
@@ -7,21 +6,9 @@ skipped, saying so.
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
+from bench.leakage.ldap import ADMIN_DN, ADMIN_PASSWORD, GROUPS, PEOPLE, SLAPD, SUFFIX, Slapd, group_dn, user_dn
 
-from service.directory.ldap import ldap3  # imported there without pyasn1's deprecation warnings
-
-SLAPD = shutil.which("slapd") or ("/usr/sbin/slapd" if Path("/usr/sbin/slapd").exists() else None)
-SUFFIX = "dc=example,dc=com"
-ADMIN_DN = f"cn=admin,{SUFFIX}"
-ADMIN_PASSWORD = "not-a-real-secret"
-PEOPLE = f"ou=people,{SUFFIX}"
-GROUPS = f"ou=groups,{SUFFIX}"
+__all__ = ["ADMIN_DN", "ADMIN_PASSWORD", "GROUPS", "PEOPLE", "SLAPD", "SUFFIX", "LdapWorld", "group_dn", "user_dn"]
 
 #: group → members (users by uid, groups by cn with a "group:" prefix). auditors ⊂ finance; a cycle; a
 #: group whose name needs escaping in a filter.
@@ -37,113 +24,8 @@ SEED: dict[str, list[str]] = {
 USERS = ("alice", "bob", "carol", "dave", "erin", "frank")
 
 
-def user_dn(uid: str) -> str:
-    return f"uid={uid},{PEOPLE}"
-
-
-def group_dn(cn: str) -> str:
-    return f"cn={ldap3.utils.dn.escape_rdn(cn)},{GROUPS}"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-_CONF = """\
-include /etc/ldap/schema/core.schema
-include /etc/ldap/schema/cosine.schema
-include /etc/ldap/schema/inetorgperson.schema
-include /etc/ldap/schema/nis.schema
-modulepath /usr/lib/ldap
-moduleload back_mdb
-pidfile {root}/slapd.pid
-database mdb
-suffix "{suffix}"
-rootdn "{admin}"
-rootpw {password}
-directory {root}/db
-maxsize 10485760
-index objectClass eq
-index member eq
-"""
-
-
-@dataclass
-class LdapWorld:
-    """One slapd: ``url``, ``admin()`` connections to change the tree, ``stop()`` / ``start()``."""
-
-    root: Path
-    port: int = field(default_factory=_free_port)
-    process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"ldap://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        assert SLAPD is not None
-        (self.root / "db").mkdir(parents=True, exist_ok=True)
-        conf = self.root / "slapd.conf"
-        conf.write_text(_CONF.format(root=self.root, suffix=SUFFIX, admin=ADMIN_DN, password=ADMIN_PASSWORD))
-        with (self.root / "slapd.log").open("ab") as log:
-            command = [SLAPD, "-f", str(conf), "-h", f"{self.url}/", "-d", "0"]
-            self.process = subprocess.Popen(command, stdout=log, stderr=log)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return
-            except OSError:
-                if self.process.poll() is not None:
-                    log = (self.root / "slapd.log").read_text(errors="replace")
-                    raise RuntimeError(f"slapd exited: {log}") from None
-                time.sleep(0.05)
-        raise RuntimeError("slapd did not listen within 20 s")
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            self.process.wait(timeout=20)
-            self.process = None
-
-    def admin(self) -> ldap3.Connection:
-        return ldap3.Connection(ldap3.Server(self.url), ADMIN_DN, ADMIN_PASSWORD, raise_exceptions=True)
+class LdapWorld(Slapd):
+    """One slapd with :data:`SEED`'s tree once :meth:`seed` ran."""
 
     def seed(self) -> None:
-        with self.admin() as c:
-            c.add(SUFFIX, ["dcObject", "organization"], {"o": "Example", "dc": "example"})
-            c.add(PEOPLE, ["organizationalUnit"], {"ou": "people"})
-            c.add(GROUPS, ["organizationalUnit"], {"ou": "groups"})
-            for uid in USERS:
-                c.add(user_dn(uid), ["inetOrgPerson"], {"uid": uid, "cn": uid, "sn": uid})
-            for cn in SEED:  # groupOfNames needs a member: frank holds each place until the members are set
-                c.add(group_dn(cn), ["groupOfNames"], {"cn": cn, "member": [user_dn("frank")]})
-            for cn, members in SEED.items():
-                dns = [group_dn(m[6:]) if m.startswith("group:") else user_dn(m) for m in members]
-                c.modify(group_dn(cn), {"member": [(ldap3.MODIFY_REPLACE, dns)]})
-
-    def add_member(self, group: str, member_dn: str) -> None:
-        with self.admin() as c:
-            c.modify(group_dn(group), {"member": [(ldap3.MODIFY_ADD, [member_dn])]})
-
-    def remove_member(self, group: str, member_dn: str) -> None:
-        with self.admin() as c:
-            c.modify(group_dn(group), {"member": [(ldap3.MODIFY_DELETE, [member_dn])]})
-
-    def add_group(self, cn: str, member_dns: list[str]) -> None:
-        with self.admin() as c:
-            c.add(group_dn(cn), ["groupOfNames"], {"cn": cn, "member": member_dns})
-
-    def settings(self, **overrides: object) -> dict[str, object]:
-        """``directory.ldap`` for this server (a dict for ``Settings(directory={"ldap": ...})``)."""
-        return {
-            "url": self.url,
-            "bind_dn": ADMIN_DN,
-            "bind_password": ADMIN_PASSWORD,
-            "user_base_dn": PEOPLE,
-            "group_base_dn": GROUPS,
-            "timeout_s": 2.0,
-            **overrides,
-        }
+        self.seed_tree(USERS, SEED, holder="frank")

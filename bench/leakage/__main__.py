@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from bench.leakage.docqa_target import DocQATarget
+from bench.leakage.ldap import SLAPD
 from bench.leakage.run import run, table
 from bench.provenance import record
 
@@ -23,9 +24,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, default=None, help="write the whole report as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data directory")
+    parser.add_argument(
+        "--directory",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="groups from a real slapd and over SCIM too, revoked there (default: on when slapd is installed)",
+    )
     args = parser.parse_args(argv)
-    target = DocQATarget(keep=args.keep)
+    if args.directory and SLAPD is None:
+        parser.error("--directory needs slapd (apt-get install slapd)")
+    directory = SLAPD is not None if args.directory is None else args.directory
+    target = DocQATarget(keep=args.keep, directory=directory)
     report = run(target, args.probes, args.seed, args.timing_pairs, args.cli_share, log=sys.stderr, filler=args.filler)
+    if not directory:
+        why = "--no-directory" if args.directory is False else "slapd is not installed (apt-get install slapd)"
+        report.notes.append(f"directory sources (LDAP, SCIM): skipped, {why}")
     print(table(report), flush=True)
     found = report.as_dict()
     leaks = {channel: found["channels"][channel]["leaks"] for channel in found["channels"]}

@@ -57,6 +57,10 @@ class RagTarget(abc.ABC):
 
     name: str = "target"
     transports: tuple[str, ...] = ()
+    #: Outside directories the target reads groups from (DocQA: ``ldap``, ``scim``): the world then holds a
+    #: group and a document per source, and :meth:`start` puts that group in that directory, not in the
+    #: service's own tables.
+    directory_sources: tuple[str, ...] = ()
 
     # -- life cycle ------------------------------------------------------------------------------------------
     @abc.abstractmethod
@@ -146,6 +150,11 @@ class RagTarget(abc.ABC):
     @abc.abstractmethod
     def remove_member(self, group: str, member: str) -> None:
         """Revoke a group membership."""
+
+    def remove_directory_member(self, source: str, group: str, member: str) -> None:
+        """Revoke a membership where ``source`` (one of :attr:`directory_sources`) keeps it: in the directory
+        itself, as its administrator or identity provider would."""
+        raise NotSupported(f"no {source} directory")
 
     @abc.abstractmethod
     def rewrite(self, store: str, document: str, title: str, text: str, allow: list[str], deny: list[str]) -> None:

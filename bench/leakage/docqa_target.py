@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.leakage.adapter import Filter, NotSupported, RagTarget, Reply, TrainedModel
+from bench.leakage.directory import Directories
 from bench.leakage.world import ADMIN, World
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +70,13 @@ class DocQATarget(RagTarget):
     name = "DocQA"
     transports = ("graphql", "grpc", "cli")
 
-    def __init__(self, keep: bool = False, rerank: str = "none", work: Path | None = None) -> None:
+    def __init__(
+        self, keep: bool = False, rerank: str = "none", work: Path | None = None, directory: bool = False
+    ) -> None:
+        """``directory``: groups from a real slapd and over SCIM too (needs ``slapd``, see :mod:`.directory`)."""
+        self.directory_sources = ("ldap", "scim") if directory else ()
+        self._directories: Directories | None = None
+        self._directory_env: dict[str, str] = {}
         self.keep = keep
         self.rerank = rerank
         self.work = work or Path(tempfile.mkdtemp(prefix="docqa-leakage-"))
@@ -92,6 +99,7 @@ class DocQATarget(RagTarget):
         # reaches the caller as it is (access is the same either way).
         return {
             **env, "DOCQA_DATA_DIR": str(self.data_dir), "PYTHONPATH": str(ROOT), "DOCQA_RERANK__KIND": self.rerank,
+            **self._directory_env,
         }  # fmt: skip
 
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -112,12 +120,18 @@ class DocQATarget(RagTarget):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(document.text())
             rules.append({"match": document.id, "allow": document.allow, "deny": document.deny})
-        groups = {group: sorted(members) for group, members in world.groups.items()}
+        if self.directory_sources:
+            self._directories = Directories(self.work, world)
+            self._directory_env = self._directories.start_ldap()
+        # The groups an outside directory keeps are not DocQA's: a manifest names them, never lists their members.
+        groups = {group: sorted(members) for group, members in world.groups.items() if group not in world.directory}
         (corpus / "acl.yaml").write_text(json.dumps({"groups": groups, "documents": rules}, indent=1))
         self.cli("index", str(corpus), "--store", "corp", "--quiet", "--no-graph")
         # Stores other than corp read the global directory: the memberships they need, made by an admin.
         self.cli("groups", "add-member", "finance", "user:carol")
         self._serve()
+        if self._directories is not None:
+            self._directories.provision_scim(self.url, self.cli("scim", "token").stdout.strip())
         for document in world.documents.values():
             if document.store != "corp":
                 self._upsert(
@@ -206,6 +220,8 @@ class DocQATarget(RagTarget):
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=5)
+        if self._directories is not None:
+            self._directories.stop()
         if not self.keep:
             shutil.rmtree(self.work, ignore_errors=True)
 
@@ -547,6 +563,11 @@ class DocQATarget(RagTarget):
 
     def remove_member(self, group: str, member: str) -> None:
         self.cli("groups", "remove-member", group, member)
+
+    def remove_directory_member(self, source: str, group: str, member: str) -> None:
+        if self._directories is None or source not in self.directory_sources:
+            raise NotSupported(f"no {source} directory (directory mode off)")
+        self._directories.remove_member(source, group, member)
 
     def _upsert(self, store: str, document: str, title: str, text: str, allow: list[str], deny: list[str]) -> None:
         pb, common = self._pb["indexing"], self._pb["common"]

@@ -125,6 +125,18 @@ def make_changes(prober: Prober, limit_s: float = 30.0) -> dict[str, dict[str, A
     merlin.deny = ["user:bob"]
     latencies["revocation (document ACL)"] = _until_gone(search("bob", "revoked"), merlin.canary, limit_s)
 
+    for source in target.directory_sources:  # a membership an outside directory keeps, revoked there
+        document = world.by_class(source)
+        group, member = next((g, m) for g in world.directory if world.directory[g] == source for m in world.groups[g])
+        user = member.removeprefix("user:")
+        before = search(user, source)()
+        prober.scan("answers", "graphql", user, f"before: {document.topic}", before)
+        prober.control(user, document, before)
+        target.remove_directory_member(source, group, member)
+        world.groups[group].discard(member)
+        latency = _until_gone(search(user, source), document.canary, limit_s)
+        latencies[f"revocation ({source.upper()} group)"] = {**latency, "shown_before": document.canary in before.text}
+
     plover = world.by_class("rewritten")
     old = plover.canary
     plover.version = 2
@@ -194,7 +206,7 @@ def run(
     """Build, change, probe and time; ``probes`` counts every request (timing pairs included); a change not in
     effect ``change_limit_s`` after its command returned is reported as not taking effect."""
     rng = random.Random(seed)
-    world: World = generate(seed, filler)
+    world: World = generate(seed, filler, target.directory_sources)
     started = time.perf_counter()
     setup(target, world)
     setup_s = time.perf_counter() - started

@@ -23,6 +23,8 @@ CLASSES = (
     "rewritten",  # its first version's canary, after a rewrite (and an admin opening it to everyone)
     "deleted",  # deleted between probes
     "store",  # the only document of a store one user may read
+    "ldap",  # a group of an LDAP directory's (the directory mode): until its member is removed there
+    "scim",  # a group an identity provider provisions over SCIM (the directory mode): until a PATCH removes its member
 )
 
 USERS = ("alice", "bob", "carol", "dave", "erin", "vic", "root")
@@ -85,6 +87,8 @@ class World:
     timing_terms: list[str] = field(default_factory=list)
     #: Canaries each user legitimately received before a change (their own history may keep them).
     received: dict[str, set[str]] = field(default_factory=dict)
+    #: Groups kept in an outside directory, not in the service's own tables: group id -> source (ldap, scim).
+    directory: dict[str, str] = field(default_factory=dict)
 
     # -- the truth -------------------------------------------------------------------------------------------
     def principals(self, user: str) -> set[str]:
@@ -162,9 +166,15 @@ TOPICS = {
 }
 
 
-def generate(seed: int, filler: int = 0) -> World:
+#: The directory mode's group of each source and the world user who is its member until the revocation.
+DIRECTORY_GROUPS = {"ldap": ("ldap-auditors", "dave"), "scim": ("scim-treasury", "alice")}
+DIRECTORY_TOPICS = {"ldap": "egret audit findings", "scim": "gannet treasury mandate"}
+
+
+def generate(seed: int, filler: int = 0, directory: tuple[str, ...] = ()) -> World:
     """The world of one run: the same seed gives the same world (canaries included); ``filler`` more documents
-    of the group class that hold the timing probe's words."""
+    of the group class that hold the timing probe's words; ``directory`` (sources: ``ldap``, ``scim``) one more
+    document of that source's class each, readable through a group only that source holds."""
     rng = random.Random(seed)
     canary = {key: _token(rng) for key in TOPICS}
     docs = [
@@ -215,7 +225,19 @@ def generate(seed: int, filler: int = 0) -> World:
         document.canary, document.title_canary = f"CANARY-GROUP-{_token(rng)}", f"TITLE-GROUP-{_token(rng, 6)}"
         document.extra, document.filler = "Archive keys: " + " ".join(timing_terms) + ".", True
         docs.append(document)
+    outside: dict[str, str] = {}
+    # Drawn last (and from their own generator) so that a world without them has the same canaries.
+    extra = random.Random(f"directory-{seed}")
+    for source in directory:
+        group, member = DIRECTORY_GROUPS[source]
+        document = Document("corp", f"{source}/{group}.md", source, DIRECTORY_TOPICS[source], [f"group:{group}"])
+        cls = source.upper()
+        document.canary, document.title_canary = f"CANARY-{cls}-{_token(extra)}", f"TITLE-{cls}-{_token(extra, 6)}"
+        docs.append(document)
+        groups[group] = {f"user:{member}"}
+        outside[group] = source
     return World(
+        directory=outside,
         timing_terms=timing_terms,
         statistics_terms=(shared, alone, spare),
         seed=seed,

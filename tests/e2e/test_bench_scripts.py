@@ -20,8 +20,10 @@ BENCH = ROOT / "bench"
 #: Shared modules, not scripts.
 MODULES = {"figures", "peer_adapters", "provenance"}
 #: Run as ``python -m bench.<name>`` (they import ``bench.*`` or ``tests.*`` from the repository root).
-AS_MODULE = {"answers", "summary", "leakage"}
-SCRIPTS = [*sorted(path.stem for path in BENCH.glob("*.py") if path.stem not in MODULES), "leakage"]
+AS_MODULE = {"answers", "summary", "leakage", "soak"}
+#: The packages run as ``python -m bench.<name>``.
+PACKAGES = sorted(path.parent.name for path in BENCH.glob("*/__main__.py"))
+SCRIPTS = [*sorted(path.stem for path in BENCH.glob("*.py") if path.stem not in MODULES), *PACKAGES]
 
 
 def run(name: str, *args: str, results: Path | None = None, timeout: int = 300) -> subprocess.CompletedProcess[str]:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from bench.leakage.adapter import Filter, NotSupported, RagTarget, Reply
+from bench.leakage.ldap import SLAPD
 from bench.leakage.probes import CHANNELS
 from bench.leakage.run import run
 from bench.leakage.world import World
@@ -58,13 +59,17 @@ def test_a_small_run_probes_every_channel_and_the_holding_ones_do_not_leak(tmp_p
     assert "adapted model (--all-content opt-in): differs, as documented" in result.stdout
     # The probes reach what the caller may read (else zero leaks would prove nothing) ...
     assert 0 < report["control"]["asked"] <= 2 * report["control"]["found"]
-    # ... every change took effect, and the channels that hold today hold.
-    assert {name: latency["effective"] for name, latency in report["latencies"].items()} == {
-        "revocation (group membership)": True,
-        "revocation (document ACL)": True,
-        "rewrite": True,
-        "deletion": True,
-    }
+    # ... every change took effect (with slapd, revocations in LDAP and over SCIM too, each shown before the
+    # change), and the channels that hold today hold.
+    changes = ["revocation (group membership)", "revocation (document ACL)", "rewrite", "deletion"]
+    if SLAPD is not None:
+        changes[2:2] = ["revocation (LDAP group)", "revocation (SCIM group)"]
+        for name in changes[2:4]:
+            assert report["latencies"][name]["shown_before"], name
+            assert f"| {name} |" in result.stdout
+    else:
+        assert "directory sources (LDAP, SCIM): skipped, slapd is not installed" in result.stdout
+    assert {name: latency["effective"] for name, latency in report["latencies"].items()} == dict.fromkeys(changes, True)
     leaking = {c: v["examples"] for c, v in report["channels"].items() if v["leaks"] and c not in TO_TIGHTEN}
     assert not leaking, json.dumps(leaking, indent=1)
     assert len(report["timings"]) >= 3

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from indexer.index.opensearch.index import OpenSearchOptions
     from service.access.admin import Admin
     from service.access.authorized import AuthorizedAdmin
+    from service.access.explain_query import QueryExplainer
     from service.access.state import AccessState
     from service.adaptation.background import AdaptJobs
     from service.adaptation.options import AdaptOptions
@@ -326,7 +327,15 @@ class App:
             admin_without_index=self.admin_without_index,
             ingestor=self.ingestor,
             explainer=lambda: AccessExplainer(self.repository, self.group_sources, self.admin_without_index().acl_view),
+            question_explainer=self.question_explainer,
         )
+
+    def question_explainer(self) -> QueryExplainer:
+        """``docqa access explain`` with a question: the admin's search (no history), explained per document."""
+        from service.access.explain_query import QueryExplainer, engine_search
+
+        search = engine_search(lambda: self.one_shot_engine)
+        return QueryExplainer(self.repository, self.group_sources, self.admin_without_index().acl_view, search)
 
     @property
     def adapt_jobs(self) -> AdaptJobs:

@@ -12,8 +12,10 @@ from typing import Any
 
 from service.access.admin import Admin
 from service.access.explain import AccessExplainer, Explanation
+from service.access.explain_query import QueryExplainer, QueryExplanation
 from service.access.state import AclView
 from service.domain.authorization import AdminOperation, HasRole, require_admin
+from service.domain.queries import Caller
 from service.domain.store import Store
 
 
@@ -29,6 +31,7 @@ class AuthorizedAdmin:
         admin_without_index: Callable[[], Admin],
         ingestor: Callable[..., Any],
         explainer: Callable[[], AccessExplainer],
+        question_explainer: Callable[[], QueryExplainer],
     ) -> None:
         """``actor``: who the audit trail names (``grpc:alice``); the callables build the use cases lazily,
         so a refused call starts no index or model."""
@@ -38,6 +41,7 @@ class AuthorizedAdmin:
         self._light = admin_without_index
         self._ingestor = ingestor
         self._explainer = explainer
+        self._question_explainer = question_explainer
 
     def _may(self, operation: AdminOperation) -> None:
         require_admin(self._caller, operation)
@@ -66,6 +70,14 @@ class AuthorizedAdmin:
         """Why ``user_id`` can or cannot read ``document_id`` (read-only; audited as ``by`` over ``interface``)."""
         self._may(AdminOperation.EXPLAIN_ACCESS)
         return self._explainer().explain(user_id, document_id, store_id, by=by, interface=interface)
+
+    def explain_question(
+        self, user_id: str, store_id: str, question: str, searcher: Caller, *, by: str, interface: str
+    ) -> QueryExplanation:
+        """``searcher``'s top chunks for ``question``, each with whether ``user_id`` would see it (read-only;
+        audited as ``by`` over ``interface``). ``searcher``: the admin themselves, whose rights bound the search."""
+        self._may(AdminOperation.EXPLAIN_ACCESS)
+        return self._question_explainer().explain(user_id, store_id, question, searcher, by=by, interface=interface)
 
     # groups ------------------------------------------------------------------------------------------
     def change_member(self, action: str, group: str, member: str) -> bool:

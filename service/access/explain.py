@@ -91,7 +91,18 @@ class Explanation:
 
 def explain(repository: SettingsRepository, sources: Sequence[GroupSource], user_id: str, acl: AclView) -> Explanation:
     """Whether ``user_id`` may read the document of ``acl``, with the principals and the deciding entry."""
-    principals = _principals(repository, sources, user_principal(user_id), acl.store_id)
+    return decide(user_id, acl, principals_of(repository, sources, user_id, acl.store_id))
+
+
+def principals_of(
+    repository: SettingsRepository, sources: Sequence[GroupSource], user_id: str, store_id: str
+) -> tuple[Principal, ...]:
+    """Every principal ``user_id`` holds in ``store_id``, each with a shortest chain that gives it."""
+    return _principals(repository, sources, user_principal(user_id), store_id)
+
+
+def decide(user_id: str, acl: AclView, principals: tuple[Principal, ...]) -> Explanation:
+    """The decision for the document of ``acl`` and the user holding ``principals`` (deny wins)."""
     held = frozenset(p.principal for p in principals)
     denied = sorted(acl.effective.deny & held)
     allowed = sorted(acl.effective.allow & held)

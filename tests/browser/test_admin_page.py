@@ -240,3 +240,29 @@ def test_explain_panel_shows_the_decision_acl_and_chains(open_page: Any, server:
     page.get_by_role("button", name="Explain").click()
     expect(page.locator("#notice")).to_be_visible()
     expect(page.locator("#explain-result")).to_be_hidden()
+
+
+def test_explain_panel_marks_the_admins_chunks_for_a_question(open_page: Any, server: Server) -> None:
+    page = open_page().page
+    _open_admin(page, server)
+    page.locator("#admin-store").select_option("acme")
+    page.get_by_label("User", exact=True).fill("bob")
+    page.get_by_label("Document id").fill("handbook/vacation-policy.md")
+    page.get_by_label("Or a question").fill(SAMPLE)
+    page.get_by_role("button", name="Explain").click()
+    expect(page.locator("#notice")).to_contain_text("either a document id or a question")
+
+    page.get_by_label("Document id").fill("")
+    page.get_by_role("button", name="Explain").click()
+    # root (an admin in no group) searches: only the handbook, which group:everyone lets bob read.
+    rows = page.locator("#explain-chunk-rows tr")
+    expect(rows.first).to_be_visible()
+    count = rows.count()
+    expect(page.locator("#explain-decision")).to_have_text(f"user:bob would see {count} of your top {count} chunks")
+    expect(page.locator('#explain-chunk-rows tr[data-visible="true"]')).to_have_count(count)
+    expect(rows.first).to_contain_text("allow group:everyone")
+    expect(rows.first).to_contain_text("handbook/")
+    expect(page.locator('#explain-rows tr[data-principal="group:engineering"]')).to_contain_text(
+        "manifest of store acme"
+    )
+    shot(page, "explain-access-question")

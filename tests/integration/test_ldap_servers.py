@@ -6,6 +6,7 @@ a removal in the directory closes it on the next query, and a directory that can
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -175,10 +176,35 @@ def test_access_explain_on_the_cli(
         assert "not found" in capsys.readouterr().err
         assert main(["access", "explain", "--user", "a*)(uid=*", "--document", "forecast.md"]) == 2
         assert "invalid principal" in capsys.readouterr().err
+        # The query form: carol's search (an LDAP member of finance) marked for bob and for carol herself. The
+        # CLI's application embeds with the fake the store was indexed with.
+        monkeypatch.setattr(
+            "service.bootstrap.build_app", lambda s: build_app(s, embedder_factory=lambda _: FakeEmbedder())
+        )
+        question = ["access", "explain", "--question", "How much is the forecast?", "--store", STORE, "--as", "carol"]
+        assert main([*question, "--user", "bob"]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert out[0] == f"user:bob would see 0 of user:carol's top 1 chunks in store {STORE}"
+        assert out[1].split()[0] == "no" and "forecast.md" in out[1] and out[1].endswith("no entry allows")
+        assert main([*question, "--user", "carol", "--json"]) == 0
+        [chunk] = json.loads(capsys.readouterr().out)["chunks"]
+        assert (chunk["document_id"], chunk["visible"], chunk["deciding_entry"]) == (
+            "forecast.md",
+            True,
+            "allow group:finance",
+        )
+        # Whose search it is decides what is explained: bob may read nothing here.
+        assert main([*question[:-2], "--as", "bob", "--user", "carol", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["chunks"] == []
+        assert main(["access", "explain", "--user", "bob", "--question", "forecast?"]) == 2  # no store
+        assert "--store" in capsys.readouterr().err
         app = build_app(Settings(), embedder_factory=lambda _: FakeEmbedder())
         rows = [r for r in app.repository.audit_records(None, 100, None, None) if r.query_class == "explain_access"]
         app.close()
-        # The two explanations given are audited (interface cli); the refused ones are not.
-        assert [(r.store_id, r.document_ids, r.interface) for r in rows] == [(STORE, ("forecast.md",), "cli")] * 2
+        # The explanations given are audited (interface cli); the refused ones are not.
+        documents = [(r.store_id, r.document_ids, r.interface) for r in rows if not r.chunk_count]
+        # Newest first: bob's search found nothing (a row with no documents), then the two documents explained.
+        assert documents == [(STORE, (), "cli"), *[(STORE, ("forecast.md",), "cli")] * 2]
+        assert [(r.document_ids, r.chunk_count) for r in rows if r.chunk_count] == [(("forecast.md",), 1)] * 2
     finally:
         ldap.stop()

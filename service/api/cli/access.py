@@ -1,4 +1,5 @@
-"""``docqa access explain`` (why a user can or cannot read a document) and ``docqa scim`` (its tokens)."""
+"""``docqa access explain`` (why a user can or cannot read a document, or which of an admin's top chunks for a
+question they would see) and ``docqa scim`` (its tokens)."""
 
 from __future__ import annotations
 
@@ -23,12 +24,20 @@ def add_access_commands(sub: Any, command: Command) -> None:
     q = command(
         asub,
         "explain",
-        "the decision for one user and one document, and why",
-        "  docqa access explain --user carol --document finance/q3-results.md --store acme",
+        "the decision for one user and one document, and why; or, for a question, which of your own top chunks "
+        "the user would see",
+        "  docqa access explain --user carol --document finance/q3-results.md --store acme\n"
+        '  docqa access explain --user carol --question "What was Q3 revenue?" --store acme --as root',
     )
     q.add_argument("--user", required=True, help="the user id (as in user:<id>)")
-    q.add_argument("--document", required=True, help="the document's id")
-    q.add_argument("--store", help="store id (needed when several stores hold the id)")
+    what = q.add_mutually_exclusive_group(required=True)
+    what.add_argument("--document", help="the document's id")
+    what.add_argument("--question", help="search the store as --as and mark each top chunk visible or not")
+    q.add_argument("--store", help="store id (needed with --question, and when several stores hold the id)")
+    q.add_argument(
+        "--as", dest="as_user", metavar="ADMIN", help="with --question: whose search it is (default: your login)"
+    )
+    q.add_argument("-k", type=int, default=None, help="with --question: how many top chunks (1-50, default 10)")
     q.add_argument("--json", action="store_true", help="print one JSON object")
     q.set_defaults(handler=cmd_access_explain)
 
@@ -48,8 +57,11 @@ def cmd_access_explain(args: argparse.Namespace, app: Any) -> int:
     from service.api.cli.admin import _actor
 
     # Audited as the servers' explainAccess is (class explain_access, interface cli, the operator's login).
+    by = _actor().removeprefix("cli:")
+    if args.question is not None:
+        return _explain_question(args, app, by)
     explainer = AccessExplainer(app.repository, app.group_sources, app.admin_without_index().acl_view)
-    result = explainer.explain(args.user, args.document, args.store, by=_actor().removeprefix("cli:"), interface="cli")
+    result = explainer.explain(args.user, args.document, args.store, by=by, interface="cli")
     acl = result.acl
     if args.json:
         print(json.dumps(result.to_dict()))
@@ -64,6 +76,32 @@ def cmd_access_explain(args: argparse.Namespace, app: Any) -> int:
     print("  the user's principals:")
     for principal in result.principals:
         print(f"    {principal.path()}")
+    return 0
+
+
+def _explain_question(args: argparse.Namespace, app: Any, by: str) -> int:
+    from acl.errors import InvalidArgument
+    from service.domain.queries import Caller
+
+    if args.store is None:
+        raise InvalidArgument("--question needs --store")
+    # The operator is the server's administrator; the search runs with --as's principals (their login's).
+    searcher = Caller((args.as_user or by).removeprefix("user:"), is_admin=True)
+    result = app.question_explainer().explain(
+        args.user, args.store, args.question, searcher, k=args.k, by=by, interface="cli"
+    )
+    if args.json:
+        print(json.dumps(result.to_dict()))
+        return 0
+    seen = sum(c.visible for c in result.chunks)
+    top = f"user:{result.searched_as}'s top {len(result.chunks)} chunks in store {result.store_id}"
+    print(f"user:{result.user} would see {seen} of {top}")
+    for c in result.chunks:
+        relevance = "-" if c.relevance is None else f"{c.relevance:.3f}"
+        shown = "yes" if c.visible else "no "
+        print(
+            f"  {shown}  {relevance:>7}  {c.document_id}  {c.chunk_id}  {c.explanation.deciding or 'no entry allows'}"
+        )
     return 0
 
 

@@ -6,9 +6,11 @@ from typing import Any
 
 import strawberry
 
+from acl.errors import InvalidArgument
 from acl.model import Acl
 from service.access.authorized import AuthorizedAdmin
-from service.access.explain import Explanation
+from service.access.explain import Explanation, Principal
+from service.access.explain_query import QueryExplanation
 from service.access.state import AclView
 from service.bootstrap import App
 from service.persistence.ports import ADMIN_SOURCE
@@ -70,18 +72,43 @@ class HeldPrincipal:
     chain: list[MembershipLink] = strawberry.field(description="Empty for the user itself.")
 
 
-@strawberry.type(description="Why a user can or cannot read a document (the directory's view: not a token's groups).")
+@strawberry.type(description="A chunk of the admin's search and whether the explained user would see it.")
+class ExplainedChunk:
+    chunk_id: str
+    document_id: str
+    score: float | None = strawberry.field(description="Its raw score in the admin's search.")
+    relevance: float | None = strawberry.field(
+        description="Its relevance on the store's 0-1 scale (after the store's rerank, whose order the chunks keep)."
+    )
+    visible: bool = strawberry.field(description="Whether the user may read its document (the document form's answer).")
+    deciding_entry: str | None = strawberry.field(
+        description="The entry of its document's ACL that decided ('deny group:x' or 'allow user:y'); null when none "
+        "allows."
+    )
+    reason: str
+
+
+@strawberry.type(
+    description="Why a user can or cannot read a document, or, for a question, which of the admin's top chunks the "
+    "user would see (the directory's view: not a token's groups). The document fields are null for a question; "
+    "chunks is null for a document."
+)
 class AccessExplanation:
     user_id: str
     store_id: str
-    document_id: str
-    readable: bool
-    reason: str
+    document_id: str | None
+    readable: bool | None
+    reason: str | None
     deciding_entry: str | None = strawberry.field(
         description="The entry that decided ('deny group:x' or 'allow user:y'; deny wins); null when none allows."
     )
-    acl: DocumentAcl
+    acl: DocumentAcl | None
     principals: list[HeldPrincipal]
+    chunks: list[ExplainedChunk] | None = strawberry.field(
+        default=None,
+        description="For a question: the admin's own top chunks (only what the admin may read), best first, each "
+        "with whether the user would see it.",
+    )
 
     @staticmethod
     def of(result: Explanation) -> AccessExplanation:
@@ -93,15 +120,44 @@ class AccessExplanation:
             reason=result.reason,
             deciding_entry=result.deciding,
             acl=DocumentAcl.of(result.acl),
-            principals=[
-                HeldPrincipal(
-                    principal=p.principal,
-                    path=p.path(),
-                    chain=[MembershipLink(member=k.member, group=k.group, source=k.source) for k in p.chain],
+            principals=_held(result.principals),
+        )
+
+    @staticmethod
+    def of_question(result: QueryExplanation) -> AccessExplanation:
+        return AccessExplanation(
+            user_id=result.user,
+            store_id=result.store_id,
+            document_id=None,
+            readable=None,
+            reason=None,
+            deciding_entry=None,
+            acl=None,
+            principals=_held(result.principals),
+            chunks=[
+                ExplainedChunk(
+                    chunk_id=c.chunk_id,
+                    document_id=c.document_id,
+                    score=c.score,
+                    relevance=c.relevance,
+                    visible=c.visible,
+                    deciding_entry=c.explanation.deciding,
+                    reason=c.explanation.reason,
                 )
-                for p in result.principals
+                for c in result.chunks
             ],
         )
+
+
+def _held(principals: tuple[Principal, ...]) -> list[HeldPrincipal]:
+    return [
+        HeldPrincipal(
+            principal=p.principal,
+            path=p.path(),
+            chain=[MembershipLink(member=k.member, group=k.group, source=k.source) for k in p.chain],
+        )
+        for p in principals
+    ]
 
 
 def _admin(app: App, identity: Identity) -> AuthorizedAdmin:
@@ -114,11 +170,25 @@ def document_acl(app: App, identity: Identity, document_id: str, store_id: str |
 
 
 def explain_access(
-    app: App, identity: Identity, user_id: str, document_id: str, store_id: str | None
+    app: App,
+    identity: Identity,
+    user_id: str,
+    document_id: str | None,
+    store_id: str | None,
+    question: str | None = None,
 ) -> AccessExplanation:
     admin = _admin(app, identity)
-    result = admin.explain_access(user_id, document_id, store_id, by=identity.user_id, interface="graphql")
-    return AccessExplanation.of(result)
+    if question is None:
+        if document_id is None:
+            raise InvalidArgument("give documentId or question")
+        result = admin.explain_access(user_id, document_id, store_id, by=identity.user_id, interface="graphql")
+        return AccessExplanation.of(result)
+    if document_id is not None or store_id is None:
+        raise InvalidArgument("a question needs storeId and no documentId")
+    searched = admin.explain_question(
+        user_id, store_id, question, identity.caller(), by=identity.user_id, interface="graphql"
+    )
+    return AccessExplanation.of_question(searched)
 
 
 def set_document_acl(

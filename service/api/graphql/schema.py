@@ -401,16 +401,23 @@ class Query:
 
     @strawberry.field(
         description="Why a user can or cannot read a document: the decision, the deciding entry (deny wins), the "
-        "ACL with its source, and every principal the user holds with the chain and source that give it "
+        "ACL with its source, and every principal the user holds with the chain and source that give it; or, "
+        "with a question and storeId instead of documentId, the admin's own top 10 chunks (level 0, the store's "
+        "rerank; only what the admin may read), each with whether the user would see it and the deciding entry "
         "(read-only; audited as class explain_access; admin only). userId: 'alice' or 'user:alice'."
     )
     async def explain_access(
-        self, info: Info[RequestContext, None], user_id: str, document_id: str, store_id: str | None = None
+        self,
+        info: Info[RequestContext, None],
+        user_id: str,
+        document_id: str | None = None,
+        store_id: str | None = None,
+        question: str | None = None,
     ) -> AccessExplanation:
         return await _run(
             info,
             "explainAccess",
-            lambda c: explain_access(c.services.app, c.identity(), user_id, document_id, store_id),
+            lambda c: explain_access(c.services.app, c.identity(), user_id, document_id, store_id, question),
         )
 
     @strawberry.field(description="The caller's answered queries, newest first (first: 1-100, default 20).")

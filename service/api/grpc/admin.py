@@ -19,7 +19,7 @@ from service.api.errors import for_remote_caller, mapping_for, public_message
 from service.api.grpc.adaptation import adapt_request, adaptation_message
 from service.api.grpc.calibration import calibration_message
 from service.api.grpc.context import Services, rpc
-from service.api.grpc.explain import explanation_message
+from service.api.grpc.explain import explanation_message, question_message
 from service.api.grpc.filters import pushed_modified
 from service.persistence.ports import ADMIN_SOURCE
 
@@ -169,7 +169,20 @@ class AdminServicer:
     @rpc
     def ExplainAccess(self, request: Any, context: grpc.ServicerContext) -> Any:
         identity = self.services.identity(context)
-        result = self.services.app.admin_for(identity, f"grpc:{identity.user_id}").explain_access(
+        admin = self.services.app.admin_for(identity, f"grpc:{identity.user_id}")
+        if request.question:
+            if request.document_id or not request.store_id:
+                raise InvalidArgument("a question needs store_id and no document_id")
+            searched = admin.explain_question(
+                request.user_id,
+                request.store_id,
+                request.question,
+                identity.caller(),
+                by=identity.user_id,
+                interface="grpc",
+            )
+            return question_message(self.services.stubs.admin, searched)
+        result = admin.explain_access(
             request.user_id, request.document_id, request.store_id or None, by=identity.user_id, interface="grpc"
         )
         return explanation_message(self.services.stubs.admin, self.services.stubs.common, result)

@@ -1,11 +1,12 @@
-"""``AdminService.ExplainAccess``: an access explanation as its proto message."""
+"""``AdminService.ExplainAccess``: an access explanation (a document's, or a question's chunks) as its proto message."""
 
 from __future__ import annotations
 
 from types import ModuleType
 from typing import Any
 
-from service.access.explain import Explanation
+from service.access.explain import Explanation, Principal
+from service.access.explain_query import QueryExplanation
 from service.persistence.ports import ADMIN_SOURCE
 
 
@@ -20,14 +21,7 @@ def explanation_message(admin: ModuleType, common: ModuleType, result: Explanati
         reason=result.reason,
         acl=common.Acl(allow=sorted(view.effective.allow), deny=sorted(view.effective.deny)),
         acl_source=view.source,
-        principals=[
-            admin.HeldPrincipal(
-                principal=p.principal,
-                path=p.path(),
-                chain=[admin.MembershipLink(member=k.member, group=k.group, source=k.source) for k in p.chain],
-            )
-            for p in result.principals
-        ],
+        principals=_held(admin, result.principals),
     )
     if result.deciding is not None:
         reply.deciding_entry = result.deciding
@@ -35,3 +29,35 @@ def explanation_message(admin: ModuleType, common: ModuleType, result: Explanati
         reply.acl_changed_by = view.changed_by or ""
         reply.acl_changed_at = "" if view.changed_at is None else view.changed_at.isoformat()
     return reply
+
+
+def question_message(admin: ModuleType, result: QueryExplanation) -> Any:
+    """``result`` (the question form) as an ``ExplainAccessResponse``: chunks, and no document fields."""
+    reply = admin.ExplainAccessResponse(
+        user_id=result.user, store_id=result.store_id, principals=_held(admin, result.principals)
+    )
+    for chunk in result.chunks:
+        message = reply.chunks.add(
+            chunk_id=chunk.chunk_id,
+            document_id=chunk.document_id,
+            visible=chunk.visible,
+            reason=chunk.explanation.reason,
+        )
+        if chunk.score is not None:
+            message.score = chunk.score
+        if chunk.relevance is not None:
+            message.relevance = chunk.relevance
+        if chunk.explanation.deciding is not None:
+            message.deciding_entry = chunk.explanation.deciding
+    return reply
+
+
+def _held(admin: ModuleType, principals: tuple[Principal, ...]) -> list[Any]:
+    return [
+        admin.HeldPrincipal(
+            principal=p.principal,
+            path=p.path(),
+            chain=[admin.MembershipLink(member=k.member, group=k.group, source=k.source) for k in p.chain],
+        )
+        for p in principals
+    ]

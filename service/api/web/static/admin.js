@@ -54,6 +54,14 @@ const EXPLAIN = `query Explain($userId: String!, $documentId: String!, $storeId:
   }
 }`;
 
+const EXPLAIN_QUESTION = `query ExplainQuestion($userId: String!, $storeId: String!, $question: String!) {
+  explainAccess(userId: $userId, storeId: $storeId, question: $question) {
+    userId storeId
+    principals { principal path chain { member group source } }
+    chunks { chunkId documentId score relevance visible decidingEntry reason }
+  }
+}`;
+
 const SVG = "http://www.w3.org/2000/svg";
 const $ = (id) => document.getElementById(id);
 
@@ -473,16 +481,23 @@ async function onExplainSubmit(event) {
   event.preventDefault();
   const userId = $("explain-user").value.trim();
   const documentId = $("explain-document").value.trim();
-  if (!userId || !documentId) {
-    notify($("notice"), "Type a user id and a document id to explain.");
+  const question = $("explain-question").value.trim();
+  if (!userId || !documentId === !question) {
+    notify($("notice"), "Type a user id and either a document id or a question to explain.");
     $(userId ? "explain-document" : "explain-user").focus();
+    return;
+  }
+  if (question && !storeId()) {
+    notify($("notice"), "Choose a store to search for the question.");
     return;
   }
   $("explain-button").disabled = true;
   notify($("notice"), "");
   let data;
   try {
-    data = await graphql(EXPLAIN, { userId, documentId, storeId: storeId() || null });
+    data = question
+      ? await graphql(EXPLAIN_QUESTION, { userId, storeId: storeId(), question })
+      : await graphql(EXPLAIN, { userId, documentId, storeId: storeId() || null });
   } catch (error) {
     $("explain-result").hidden = true;
     failed(error);
@@ -490,7 +505,32 @@ async function onExplainSubmit(event) {
   } finally {
     $("explain-button").disabled = false;
   }
-  showExplanation(data.explainAccess);
+  (question ? showQuestionExplanation : showExplanation)(data.explainAccess);
+}
+
+function showQuestionExplanation(result) {
+  const chunks = result.chunks;
+  const seen = chunks.filter((c) => c.visible).length;
+  const decision = $("explain-decision");
+  decision.textContent = `user:${result.userId} would see ${seen} of your top ${chunks.length} chunks`;
+  decision.className = `verdict ${seen === chunks.length ? "pass" : "fail"}`;
+  delete decision.dataset.readable;
+  $("explain-reason").textContent = chunks.length ? "" : "— you may read nothing this question finds here.";
+  clear($("explain-acl"));
+  const rows = $("explain-chunk-rows");
+  clear(rows);
+  for (const c of chunks) {
+    rows.append(h("tr", { "data-chunk": c.chunkId, "data-visible": String(c.visible), title: c.reason },
+      h("td", { class: "mono" }, c.chunkId),
+      h("td", { class: "mono" }, c.documentId),
+      h("td", {}, c.relevance === null ? "–" : c.relevance.toFixed(3)),
+      h("td", {}, c.visible ? "yes" : "no"),
+      h("td", {}, c.decidingEntry || "none allows the user"),
+    ));
+  }
+  $("explain-chunks").hidden = false;
+  showPrincipals(result.principals, "");
+  $("explain-result").hidden = false;
 }
 
 function showExplanation(result) {
@@ -507,17 +547,22 @@ function showExplanation(result) {
   stat(list, "Allow", acl.allow.join(", ") || "nobody");
   stat(list, "Deny", acl.deny.join(", ") || "nobody");
   stat(list, "Deciding entry", result.decidingEntry || "none allows the user");
+  $("explain-chunks").hidden = true;
+  showPrincipals(result.principals, result.decidingEntry || "");
+  $("explain-result").hidden = false;
+}
+
+function showPrincipals(principals, decidingEntry) {
   const rows = $("explain-rows");
   clear(rows);
-  const decides = (result.decidingEntry || "").split(" ").slice(1).join(" ");
-  for (const p of result.principals) {
-    rows.append(h("tr", { "data-principal": p.principal, class: p.principal === decides ? "deciding" : "" },
+  const decides = decidingEntry.split(" ").slice(1).join(" ");
+  for (const p of principals) {
+    rows.append(h("tr", { "data-principal": p.principal, class: decides && p.principal === decides ? "deciding" : "" },
       h("td", { class: "mono" }, p.principal),
       h("td", {}, p.path),
-      h("td", {}, p.principal === decides ? result.decidingEntry : ""),
+      h("td", {}, decides && p.principal === decides ? decidingEntry : ""),
     ));
   }
-  $("explain-result").hidden = false;
 }
 
 // ---------------------------------------------------------------- audit

@@ -7,7 +7,6 @@ a removal in the directory closes it on the next query, and a directory that can
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -112,23 +111,25 @@ def test_an_unreachable_directory_is_unavailable_on_every_transport_and_readyz_n
     assert httpx.get(ready, timeout=30).status_code == 200
 
 
-def test_doctor_names_the_directory_setting_that_is_wrong(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def cli_ldap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LdapWorld]:
+    """A seeded slapd, and the environment of a CLI on ``tmp_path / "data"`` that reads its groups (stopped after)."""
     ldap = LdapWorld(tmp_path / "slapd")
     ldap.start()
     ldap.seed()
     clear_docqa_env(monkeypatch)
-    environment = {
-        "DOCQA_DATA_DIR": str(tmp_path / "data"),
-        "DOCQA_DIRECTORY__LDAP__URL": ldap.url,
-        "DOCQA_DIRECTORY__LDAP__BIND_DN": ADMIN_DN,
-        "DOCQA_DIRECTORY__LDAP__BIND_PASSWORD": ADMIN_PASSWORD,
-        "DOCQA_DIRECTORY__LDAP__USER_BASE_DN": PEOPLE,
-        "DOCQA_DIRECTORY__LDAP__GROUP_BASE_DN": GROUPS,
-    }
-    for key, value in environment.items():
-        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("DOCQA_DATA_DIR", str(tmp_path / "data"))
+    settings = {"url": ldap.url, "bind_dn": ADMIN_DN, "user_base_dn": PEOPLE, "group_base_dn": GROUPS}
+    for key, value in {**settings, "bind_password": ADMIN_PASSWORD}.items():
+        monkeypatch.setenv(f"DOCQA_DIRECTORY__LDAP__{key.upper()}", value)
+    yield ldap
+    ldap.stop()
+
+
+def test_doctor_names_the_directory_setting_that_is_wrong(
+    cli_ldap: LdapWorld, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ldap = cli_ldap
     try:
         assert main(["doctor"]) == 0
         assert "group directory          ok" in capsys.readouterr().out
@@ -142,20 +143,12 @@ def test_doctor_names_the_directory_setting_that_is_wrong(
         assert "FAIL  directory.ldap.url" in capsys.readouterr().out
     finally:
         ldap.stop()
-        os.environ.pop("DOCQA_DIRECTORY__LDAP__BIND_PASSWORD", None)
 
 
 def test_access_explain_on_the_cli(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    cli_ldap: LdapWorld, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ldap = LdapWorld(tmp_path / "slapd")
-    ldap.start()
-    ldap.seed()
-    clear_docqa_env(monkeypatch)
-    settings = {"url": ldap.url, "bind_dn": ADMIN_DN, "user_base_dn": PEOPLE, "group_base_dn": GROUPS}
-    for key, value in {**settings, "bind_password": ADMIN_PASSWORD}.items():
-        monkeypatch.setenv(f"DOCQA_DIRECTORY__LDAP__{key.upper()}", value)
-    monkeypatch.setenv("DOCQA_DATA_DIR", str(tmp_path / "data"))
+    ldap = cli_ldap
     monkeypatch.setenv("DOCQA_DIRECTORY__CACHE_TTL_S", "0")
     from service.config import Settings
 

@@ -39,7 +39,7 @@ from service.api.web.headers import SecurityHeaders
 from service.api.web.pages import console_routes, graphiql_page
 from service.config import LOOPBACK_HOSTS
 from service.domain.limits import is_valid_unicode
-from service.security.rate_limit import RateLimiter
+from service.security.shared_rate_limit import limiter_for
 
 log = logging.getLogger("docqa.http")
 
@@ -260,7 +260,7 @@ def build_http_app(services: GraphQLServices) -> ASGIApp:
         subscription_protocols=(GRAPHQL_SSE_PROTOCOL,),
     )
     rates = services.app.settings.limits.rate
-    limiter = RateLimiter.from_config(rates.graphql, rates.max_callers)
+    limiter = limiter_for(rates, "graphql", services.metrics.rate_limit_store_failures.labels("graphql").inc)
     if limiter is not None:
         graphql = RateLimitedGraphQL(graphql, services.authenticator, limiter, services.metrics)
     metrics = [_metrics_route(services)] if config.metrics_port is None else []

@@ -34,6 +34,13 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.rate_limit_store_failures = Counter(
+            "docqa_rate_limit_store_failures",
+            "Calls whose rate limit the shared store could not decide (limits.rate.on_store_error decided), "
+            "by interface.",
+            ["interface"],
+            registry=self.registry,
+        )
         self.llm_latency = Histogram(
             "docqa_llm_latency_seconds",
             "Time the language model took to answer.",

@@ -2,7 +2,9 @@
 
 A caller may make ``capacity`` calls at once; the bucket then refills at
 ``rate`` calls per second. The buckets live in memory, so a limit holds per
-replica (N replicas admit up to N times the rate). Memory is bounded: a bucket
+replica (N replicas admit up to N times the rate): ``limits.rate.storage_uri:
+memory://``, the default. A limit every replica shares is ``shared_rate_limit``'s;
+it falls back on these buckets while its store is unreachable. Memory is bounded: a bucket
 that has been idle long enough to be full again is the same as no bucket and is
 forgotten, and at most ``max_keys`` buckets of each kind are kept (beyond that
 the least recently used is forgotten first, which only ever lets a caller in,
@@ -12,14 +14,17 @@ addresses, which costs an attacker little, never pushes a verified user's
 bucket out and hands that user a full one. Addresses are keyed by
 ``peer_key``: an IPv6 caller by its /64, the block one host is usually given.
 
-The well-known libraries were weighed: ``token-bucket`` never forgets a key
-(an attacker's stream of peer addresses would grow it without bound) and reads
-the clock itself; ``limits`` offers window strategies, not a token bucket;
-``pyrate-limiter`` keeps a timestamp per request. The bucket is a few lines.
+The well-known libraries were weighed for this in-process case: ``token-bucket``
+never forgets a key (an attacker's stream of peer addresses would grow it without
+bound) and reads the clock itself; ``limits`` offers window strategies, not a
+token bucket, and its memory storage is per process too; ``pyrate-limiter``
+keeps a timestamp per request. The bucket is a few lines. Across replicas the
+counting needs an atomic shared store, and there ``limits`` is used.
 """
 
 from __future__ import annotations
 
+import abc
 import ipaddress
 import math
 import threading
@@ -27,6 +32,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from acl.errors import RateLimited
 from service.config import RateLimit
@@ -39,8 +45,28 @@ class _Bucket:
     stamp: float
 
 
-class RateLimiter:
-    """Token buckets by key: ``capacity`` calls at once, then ``rate`` calls per second."""
+class Limiter(abc.ABC):
+    """A rate limit by caller key: ``check`` admits a call or raises ResourceExhausted saying when to retry."""
+
+    #: True when ``check`` waits on the network (an event loop runs it in a worker thread).
+    remote: ClassVar[bool] = False
+
+    @abc.abstractmethod
+    def check(self, key: str) -> None:
+        """Take one call from ``key``'s budget, or raise ResourceExhausted saying when to try again (RateLimited
+        when the caller has spent its budget)."""
+
+    def check_caller(self, identity: Identity | None, address: str) -> None:
+        """``check`` the budget of a call: the verified user's; a caller without a valid token (or an
+        anonymous one) shares the budget of its network ``address`` (``peer_key``)."""
+        if identity is not None and identity.authenticated:
+            self.check(f"user:{identity.user_id}")
+        else:
+            self.check(peer_key(address))
+
+
+class RateLimiter(Limiter):
+    """Token buckets by key in this process: ``capacity`` calls at once, then ``rate`` calls per second."""
 
     def __init__(
         self,
@@ -82,14 +108,6 @@ class RateLimiter:
             table[key] = _Bucket(tokens, now)  # (re)inserted last: the most recently used
             self._forget(table, now)
             return 0.0 if admitted else (1.0 - tokens) / self.rate
-
-    def check_caller(self, identity: Identity | None, address: str) -> None:
-        """``check`` the bucket of a call: the verified user's; a caller without a valid token (or an
-        anonymous one) shares the bucket of its network ``address`` (``peer_key``)."""
-        if identity is not None and identity.authenticated:
-            self.check(f"user:{identity.user_id}")
-        else:
-            self.check(peer_key(address))
 
     def check(self, key: str) -> None:
         """Take one call from ``key``'s bucket, or raise RateLimited saying when to try again."""

@@ -72,7 +72,7 @@ def test_tls_and_network_policy_render_valid_manifests() -> None:
     assert scrapes["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
     assert [p["port"] for p in scrapes["ports"]] == ["metrics"]
     egress_ports = {p["port"] for rule in server["egress"] for p in rule["ports"]}
-    assert egress_ports == {53, 5432, 9200, 443}
+    assert egress_ports == {53, 5432, 9200, 443, 6379}  # 6379: the shared rate-limit store
     assert {"to": [{"ipBlock": {"cidr": "203.0.113.0/24"}}], "ports": [{"port": 443}]} in server["egress"]
 
     jobs = rendered["NetworkPolicy/docqa-jobs"]["spec"]
@@ -91,6 +91,7 @@ def test_every_pod_runs_with_seccomp_and_only_the_secrets_it_uses() -> None:
         "docqa-tls",
         "docqa-plugins-ca",
         "docqa-metrics",
+        "docqa-rate-limit",
     }
     assert _secrets_of(pod_spec(rendered["CronJob/docqa-indexer"])) == {"docqa-database", "docqa-opensearch"}
     assert _secrets_of(pod_spec(rendered["Job/docqa-migrate"])) == {"docqa-database"}
@@ -148,6 +149,7 @@ def _pod_environment(pod: dict[str, Any]) -> dict[str, str]:
             env[item["name"]] = {
                 "DOCQA_DATABASE_URL": "postgresql+psycopg://docqa:pw@postgres/docqa",
                 "DOCQA_SERVER__METRICS_TOKEN": "m" * 32,
+                "DOCQA_LIMITS__RATE__STORAGE_URI": "redis://:pw@redis-master.redis.svc:6379/0",
             }.get(item["name"], "stand-in")
     return env
 
@@ -186,6 +188,7 @@ def test_each_pod_configuration_loads_with_only_its_own_secrets(
         if name == "Deployment/docqa":
             assert settings.server.tls.client_auth == "grpc" and settings.generator.backend == "watsonx"
             assert settings.server.metrics_token is not None and settings.rerank.kind == "watsonx"
+            assert settings.limits.rate.shared and settings.limits.rate.grpc.enabled  # one budget across replicas
         else:
             assert settings.generator.backend == "extractive" and not settings.server.tls.enabled
             assert settings.rerank.kind == "offline"  # jobs never rerank, so they need no watsonx key

@@ -152,8 +152,15 @@ no reranker (they neither serve nor answer), so they need none of those secrets.
 {{- end }}
 {{- end }}
 
-{{/* Secrets only the service pods get: the watsonx key and the metrics token. */}}
+{{/* Secrets only the service pods get: the watsonx key, the metrics token, the shared rate-limit store's URL. */}}
 {{- define "docqa.serverEnv" -}}
+{{- with .Values.secrets.rateLimitStore.existingSecret }}
+- name: DOCQA_LIMITS__RATE__STORAGE_URI
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.secrets.rateLimitStore.key }}
+{{- end }}
 {{- with .Values.secrets.watsonx.existingSecret }}
 - name: DOCQA_GENERATOR__WATSONX__API_KEY
   valueFrom:
@@ -167,6 +174,20 @@ no reranker (they neither serve nor answer), so they need none of those secrets.
     secretKeyRef:
       name: {{ . }}
       key: {{ $.Values.secrets.metricsToken.key }}
+{{- end }}
+{{- end }}
+
+{{/* NetworkPolicy egress rules: one per name in .names, from .egress (networkPolicy.egress); an empty `to`
+allows any peer on the rule's ports. */}}
+{{- define "docqa.egressRules" -}}
+{{- range $name := .names }}
+{{- $rule := get $.egress $name }}
+- {{- with $rule.to }}
+  to:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  ports:
+    {{- toYaml $rule.ports | nindent 4 }}
 {{- end }}
 {{- end }}
 

@@ -51,6 +51,10 @@ def cmd_doctor(args: argparse.Namespace, app: Any) -> int:
     for name, ok, detail in check_reranker(settings):
         line(name, ok, detail)
     _doctor_directory(app, line)
+    from service.security.shared_rate_limit import check as check_rate_limits
+
+    for name, ok, detail in check_rate_limits(settings.limits.rate):
+        line(name, ok, detail)
     return 0 if not failed else 1
 
 

@@ -20,7 +20,7 @@ from service.api.stream_pool import StreamPool
 from service.bootstrap import App
 from service.observability.metrics import Metrics
 from service.query.cancellation import Cancellation
-from service.security.rate_limit import RateLimiter
+from service.security.rate_limit import Limiter
 from service.security.tokens import Authenticator, Identity
 
 log = logging.getLogger("docqa.grpc")
@@ -42,7 +42,7 @@ class Services:
     #: Streaming answers in progress, bounded by ``limits.max_streams``.
     streams: StreamPool
     #: Calls per caller (``limits.rate.grpc``); None = no limit.
-    limiter: RateLimiter | None = None
+    limiter: Limiter | None = None
 
     def identity(self, context: grpc.ServicerContext) -> Identity:
         """The verified caller of this call (from the ``authorization`` metadata only)."""

@@ -22,7 +22,7 @@ from service.api.stream_pool import StreamPool
 from service.api.tls import describe, grpc_server_credentials
 from service.bootstrap import App
 from service.observability.metrics import Metrics
-from service.security.rate_limit import RateLimiter
+from service.security.shared_rate_limit import limiter_for
 from service.security.tokens import Authenticator
 
 log = logging.getLogger("docqa.grpc")
@@ -38,7 +38,7 @@ def services_for(app: App, metrics: Metrics, authenticator: Authenticator | None
         queries=AuditedQueries(lambda: app.engine, lambda: app.repository, metrics),
         metrics=metrics,
         streams=StreamPool(limits.max_streams),
-        limiter=RateLimiter.from_config(limits.rate.grpc, limits.rate.max_callers),
+        limiter=limiter_for(limits.rate, "grpc", metrics.rate_limit_store_failures.labels("grpc").inc),
     )
 
 

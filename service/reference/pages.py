@@ -37,7 +37,15 @@ def _grpc(root: Path) -> str:
     return render(root / "proto")
 
 
+def _cli(_root: Path) -> str:
+    from service.api.cli.parser import build_parser
+    from service.reference.cli_page import render
+
+    return render(build_parser())
+
+
 PARTS = (
+    Part("cli", "docs/cli.md", _cli),
     Part("settings", "docs/configuration.md", _settings),
     Part("graphql", "docs/graphql.md", _graphql),
     Part("grpc", "docs/grpc.md", _grpc),

@@ -151,6 +151,28 @@ def test_a_bad_token_is_unauthenticated_and_another_users_token_is_refused(data_
     assert as_alice.returncode == 0 and json.loads(as_alice.stdout)["chunks"]
 
 
+def test_a_token_names_the_user_so_as_may_be_left_out(data_dir: Path, server: str) -> None:
+    alice = run(data_dir, "token", "--user", "alice").stdout.strip()
+    question = ["What was the revenue in the third quarter?", "--store", "acme"]
+    remote = run(data_dir, "ask", *question, "--server", server, "--token", alice)
+    local = run(data_dir, "ask", *question, "--as", "alice")
+    assert (remote.returncode, local.returncode) == (0, 0), remote.stderr
+    assert remote.stdout.startswith("Answer for alice:")
+    assert _without_ids(remote.stdout) == _without_ids(local.stdout)
+    by_variables = run(data_dir, "search", "revenue", "--store", "acme", "--json",
+                       DOCQA_SERVER_URL=server, DOCQA_TOKEN=alice)  # fmt: skip
+    assert by_variables.returncode == 0 and json.loads(by_variables.stdout)["chunks"]
+
+
+def test_without_a_token_as_is_still_needed(tmp_path: Path) -> None:
+    local = run(tmp_path, "ask", "q", "--store", "acme")
+    assert local.returncode == 2 and "error: give --as USER, the user to act for" in local.stderr
+    token_here = run(tmp_path, "search", "q", "--store", "acme", "--token", "x.y.z")  # a token only goes to a server
+    assert token_here.returncode == 2 and "--server URL --token TOKEN" in token_here.stderr
+    minted = run(tmp_path, "ask", "q", "--store", "acme", "--server", f"http://127.0.0.1:{_free_port()}")
+    assert minted.returncode == 2 and "give --as USER (a token is minted for that user here)" in minted.stderr
+
+
 def test_an_unreachable_server_is_unavailable_and_a_remote_one_needs_a_token(data_dir: Path) -> None:
     down = run(data_dir, "ask", "q", "--store", "acme", "--as", "bob", "--server", f"http://127.0.0.1:{_free_port()}")
     assert down.returncode == 6

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -66,6 +67,7 @@ class Reference:
         }
 
 
+@pytest.mark.slow  # 2,000 examples: minutes; `pytest -m "not slow"` leaves it to the full run
 @settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     edges=memberships,

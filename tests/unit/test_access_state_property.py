@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -299,6 +300,7 @@ def _check(world: World, ref: Reference) -> None:
                 _expect_not_found(world.engine.ask, caller, multi)
 
 
+@pytest.mark.slow  # about two minutes on 2 busy cores; `pytest -m "not slow"` leaves it to the full run
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(initial=st.tuples(manifests, manifests), plan=steps)
 def test_access_state_holds_over_admin_changes_and_reindex_runs(

@@ -40,8 +40,6 @@ def test_no_module_outgrows_its_room() -> None:
         "indexer/ingest/pipeline.py",
         # The OpenSearch adapter's client: retries, bulk, by-query calls and searches of one port.
         "indexer/index/opensearch/index.py",
-        # The command line's grammar: every command's options, help texts and examples, read as one page.
-        "service/api/cli/parser.py",
         # The one place that wires adapters together: each adapter's lazy construction, read as one page.
         "service/bootstrap.py",
         # The embedded index's one SQLite file: schema, in-place upgrades, chunk rows, the full-text table's writes.

@@ -72,3 +72,19 @@ def test_a_page_without_markers_is_refused() -> None:
     page = f"# A page\n\n{blocks.begin('settings')}\nold\n{blocks.end('settings')}\n\nAfter.\n"
     assert blocks.with_generated_part(page, "settings", "new\n").count("new\n") == 1
     assert "After." in blocks.with_generated_part(page, "settings", "new\n")
+
+
+def test_the_cli_page_holds_every_flag_and_a_new_one_makes_it_stale() -> None:
+    from service.api.cli.parser import build_parser
+    from service.reference.cli_page import render as render_cli
+
+    page = blocks.generated_part((ROOT / "docs" / "cli.md").read_text(encoding="utf-8"), "cli")
+    assert page is not None
+    for flag in ("`--http-port PORT`", "`--grpc-port PORT`", "`--server URL`", "`--token JWT`", "`--as USER`"):
+        assert flag in page, flag
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    sub.choices["serve"].add_argument("--metrics-port", type=int, metavar="PORT", help="a flag added later")
+    regenerated = render_cli(parser)
+    assert "| `--metrics-port PORT` |  | a flag added later |" in regenerated
+    assert regenerated != page

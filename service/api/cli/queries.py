@@ -141,11 +141,22 @@ def print_answer(answer: Any, user: str, out: TextIO) -> None:
         print("You may re-run the query with --level 0 to drop the threshold.", file=out)
 
 
+def acting_user(args: argparse.Namespace) -> str:
+    """``--as USER``, which the local path needs: only a server (``--server``) reads the user from a token."""
+    if args.as_user is None:
+        raise InvalidArgument(
+            "give --as USER, the user to act for on this data directory "
+            "(a token names its user only when asking a server: --server URL --token TOKEN)"
+        )
+    user: str = args.as_user
+    return user
+
+
 def cmd_ask(args: argparse.Namespace, app: Any) -> int:
     from service.api.cli.audited import CLI_INTERFACE, cli_identity, cli_queries
     from service.domain.queries import DocumentQuery, MultiDocumentQuery, VectorQuery
 
-    identity = cli_identity(args.as_user)  # validates the user id before any work
+    identity = cli_identity(acting_user(args))  # validates the user id before any work
     if args.max_chunks is not None and args.max_chunks != -1:
         _check_k("--max-chunks", args.max_chunks, app, " (or -1 with --documents for whole documents)")
     query: Any
@@ -207,7 +218,7 @@ def cmd_search(args: argparse.Namespace, app: Any) -> int:
     from service.api.cli.audited import CLI_INTERFACE, cli_identity, cli_queries
     from service.domain.queries import VectorQuery
 
-    identity = cli_identity(args.as_user)
+    identity = cli_identity(acting_user(args))
     _check_k("--k", args.k, app)
     query = VectorQuery(
         args.store,

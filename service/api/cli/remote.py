@@ -3,8 +3,9 @@
 The server's ``QueryResult`` is read back into the domain ``Answer``, so the same presenters print it
 (``queries.print_answer``; ``Answer.to_dict`` for ``--json``). Nothing here opens the data directory's
 index or loads the embedding model: a remote question costs one HTTP request. The bearer token is
-``--token`` or ``DOCQA_TOKEN``; without one, and only for a server on this machine, the CLI mints one for
-``--as USER`` with the data directory's secret, exactly as ``docqa token --user USER`` would.
+``--token`` or ``DOCQA_TOKEN`` and names the user (the server verifies it; ``--as`` may be left out); without
+one, and only for a server on this machine, the CLI mints one for ``--as USER`` with the data directory's
+secret, exactly as ``docqa token --user USER`` would.
 """
 
 from __future__ import annotations
@@ -67,10 +68,11 @@ def cmd_remote_query(args: argparse.Namespace, url: str) -> int:
     """``docqa ask`` or ``docqa search`` against the server at ``url``."""
     from service.api.cli.queries import print_answer
 
-    user_principal(args.as_user)  # validates the user id before any request
+    if args.as_user is not None:
+        user_principal(args.as_user)  # validates the user id before any request
     endpoint = graphql_endpoint(url)
     operation, variables = _operation(args)
-    token = _token(args, url)
+    token, user = _credentials(args, url)
     head, call = _DOCUMENTS[operation]
     data = execute(endpoint, token, f"{head} {{ result: {call} {{ {_RESULT} }} }}", variables, timeout_s=TIMEOUT_S)
     try:
@@ -80,7 +82,7 @@ def cmd_remote_query(args: argparse.Namespace, url: str) -> int:
     if args.json:
         print(json.dumps(answer.to_dict(local=True), ensure_ascii=False))
     else:
-        print_answer(answer, args.as_user, sys.stdout)
+        print_answer(answer, user, sys.stdout)
     return 0
 
 
@@ -128,20 +130,26 @@ def _filter(args: argparse.Namespace) -> dict[str, Any] | None:
     return chosen or None
 
 
-def _token(args: argparse.Namespace, url: str) -> str:
-    """``--token``/``DOCQA_TOKEN`` (which must be ``--as USER``'s), else one minted for a server on this machine."""
+def _credentials(args: argparse.Namespace, url: str) -> tuple[str, str]:
+    """The bearer token and the user it names: ``--token``/``DOCQA_TOKEN``, whose subject is the user (``--as``,
+    when given too, must be the same), else one minted for ``--as USER`` for a server on this machine."""
     token = getattr(args, "token", None) or os.environ.get(TOKEN_ENV) or None
     if token is not None:
         subject = _subject(token)
-        if subject is not None and subject != args.as_user:
+        if args.as_user is not None and subject is not None and subject != args.as_user:
             raise InvalidArgument(f"--as {args.as_user} but the token is {subject}'s")
-        return token
+        # An unreadable token is sent as it is: the server, which verifies every token, refuses it (exit 5).
+        return token, args.as_user or subject or "the token's user"
     if not is_loopback(url):
         raise Unauthenticated(f"give a bearer token with --token or {TOKEN_ENV} to ask a server on another machine")
+    if args.as_user is None:
+        raise InvalidArgument(
+            f"give --as USER (a token is minted for that user here) or a token: --token or {TOKEN_ENV}"
+        )
     from service.config import load_settings
     from service.security.tokens import mint_token
 
-    return mint_token(load_settings(args.config), args.as_user, ttl_s=300)
+    return mint_token(load_settings(args.config), args.as_user, ttl_s=300), args.as_user
 
 
 def _subject(token: str) -> str | None:

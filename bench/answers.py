@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.provenance import record
 from service.generation.extractive import ExtractiveGenerator
 from service.generation.port import ContextChunk, Generator, Prompt
 
@@ -81,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=200, help="timed answers on 8 chunks (default 200)")
     parser.add_argument("--show", action="store_true", help="print each answer")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     runs = {"now": run(ExtractiveGenerator(), args.rounds)}
     if args.baseline:
         runs = {args.baseline: run(baseline(args.baseline), args.rounds), **runs}
@@ -94,11 +97,18 @@ def main(argv: list[str] | None = None) -> int:
                 shown = runs[name][0][i].replace("\n", "\n" + " " * 24)
                 print(f"    {name[:12]:>12}: {shown}")
     print("-" * (20 + 14 * len(names)))
-    shares = "".join(
-        f"{sum(c.key in a for c, a in zip(CASES, runs[n][0], strict=True)) / len(CASES):>14.0%}" for n in names
-    )
-    print(f"{'key term quoted':<20}{shares}")
+    share = {n: sum(c.key in a for c, a in zip(CASES, runs[n][0], strict=True)) / len(CASES) for n in names}
+    print(f"{'key term quoted':<20}" + "".join(f"{share[n]:>14.0%}" for n in names))
     print(f"{'CPU ms, 8 chunks':<20}" + "".join(f"{runs[n][1]:>14.2f}" for n in names))
+    figures = {
+        n: {
+            "key_term_share": share[n],
+            "cpu_ms_8_chunks": runs[n][1],
+            "missed": [c.name for c, a in zip(CASES, runs[n][0], strict=True) if c.key not in a],
+        }
+        for n in names
+    }
+    record("answers", {"cases": len(CASES), "rounds": args.rounds, **figures}, argv=argv)
     return 0
 
 

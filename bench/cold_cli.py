@@ -26,6 +26,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from provenance import record  # bench/provenance.py (bench/ is on sys.path when run as a script)
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCQA = [sys.executable, "-m", "service.api.cli"]
 QUESTION = "How many vacation days do I get?"
@@ -76,6 +78,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs of each command (default 5)")
     args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp) / "data"
         corpus = Path(tmp) / "acme"
@@ -103,9 +107,12 @@ def main() -> None:
     local = statistics.median(times["docqa ask (local, cold)"])
     print(f"cold CLI, {args.runs} runs each, median / min wall seconds; load average {os.getloadavg()[0]:.1f}")
     print(f"{'command':<26} {'median s':>9} {'min s':>7} {'x python':>9} {'x local ask':>12}")
+    figures = {}
     for name, samples in times.items():
         median = statistics.median(samples)
         print(f"{name:<26} {median:9.2f} {min(samples):7.2f} {median / floor:8.1f}x {median / local:11.2f}x")
+        figures[name] = {"median_s": median, "min_s": min(samples), "x_python": median / floor}
+    record("cold_cli", {"runs": args.runs, **figures})
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 from figures import percentiles  # bench/figures.py
+from provenance import record  # bench/provenance.py
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -179,6 +180,8 @@ def main() -> None:
     parser.add_argument("--json", default=str(ROOT / "bench" / "results" / "end_to_end.json"))
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and data directory")
     args = parser.parse_args()
+    if args.rounds < 1 or args.max_files < 0:
+        parser.error("--rounds must be at least 1 and --max-files at least 0")
     source = Path(args.corpus)
     if not source.is_dir():
         sys.exit(f"{source} is not a folder (apt-get install postgresql-doc-15, or pass --corpus)")
@@ -226,6 +229,7 @@ def main() -> None:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(result, indent=2))
         print(f"# written {args.json}")
+        record("end_to_end", {k: v for k, v in result.items() if k not in ("questions", "cpus", "date")})
     finally:
         if args.keep:
             print(f"# kept {work}")

@@ -107,8 +107,14 @@ def main() -> None:
     parser.add_argument("--store", help="use this store of --data-dir as it is (no indexing)")
     parser.add_argument("--against", metavar="REF", help="also the offline rewrite of commit REF")
     args = parser.parse_args()
+    if not Path(args.pairs).is_file() or args.others < 0:
+        parser.error(f"--pairs {args.pairs} must be a file and --others at least 0")
     spec = yaml.safe_load(Path(args.pairs).read_text(encoding="utf-8"))
     pairs = spec["pairs"]
+    if args.store is None and not Path(spec["root"]).is_dir():
+        sys.exit(
+            f"{spec['root']} (the pairs' corpus, {spec.get('corpus', 'root')}) is not a folder: install it, or --store"
+        )
     data = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="docqa-followups-"))
     os.environ["DOCQA_DATA_DIR"] = str(data)
     from service.api.cli.main import main as docqa

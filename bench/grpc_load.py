@@ -27,6 +27,7 @@ from typing import Any
 
 import grpc
 from figures import percentiles  # bench/figures.py
+from provenance import record  # bench/provenance.py
 
 from acl.model import Acl
 from service.api.grpc.server import services_for, start_grpc
@@ -75,6 +76,8 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=200)
     parser.add_argument("--baseline-s", type=float, default=3.0, help="seconds of each in-process baseline")
     args = parser.parse_args()
+    if args.concurrency < 1 or args.documents < 1 or args.seconds <= 0 or args.baseline_s <= 0:
+        parser.error("--concurrency and --documents must be at least 1, --seconds and --baseline-s positive")
 
     with tempfile.TemporaryDirectory() as tmp:
         auth = {"hs256_secret": "bench-secret-" + "0" * 64, "issuer": "docqa-bench", "audience": "docqa"}
@@ -90,11 +93,11 @@ def main() -> None:
         engine_alone = one_thread(lambda i: app.engine.ask(Identity("bench").caller(), request(i)), args.baseline_s)
         audited = one_thread(lambda i: services.queries.ask(Identity("bench"), request(i), "bench"), args.baseline_s)
         audit_ms: list[float] = []
-        record = app.repository.record_audit
+        record_audit = app.repository.record_audit
 
-        def timed_record(entry: Any) -> None:
+        def timed_record(entry: Any, history: Any = ()) -> None:
             started = time.perf_counter()
-            record(entry)
+            record_audit(entry, history=history)
             audit_ms.append(time.perf_counter() - started)
 
         app.repository.record_audit = timed_record  # type: ignore[method-assign]
@@ -104,6 +107,7 @@ def main() -> None:
         metadata = (("authorization", f"Bearer {token}"),)
         latencies: list[float] = []
         errors = 0
+        first_error: list[str] = []
         lock = threading.Lock()
         deadline = time.monotonic() + args.seconds
 
@@ -125,8 +129,10 @@ def main() -> None:
                     started = time.perf_counter()
                     try:
                         stub.VectorQuery(request, metadata=metadata, timeout=10)
-                    except grpc.RpcError:
+                    except grpc.RpcError as exc:
                         failed += 1
+                        if not first_error:
+                            first_error.append(f"{exc.code().name}: {exc.details()}")  # type: ignore[attr-defined]
                     mine.append(time.perf_counter() - started)
                     i += 1
             with lock:
@@ -156,6 +162,23 @@ def main() -> None:
     print(f"{'engine + audit row, 1 thread':<34} {aud50:8.2f} {aud99:8.2f} {aud50 / base50:12.1f}x")
     print(f"{f'gRPC, {args.concurrency} clients':<34} {p50:8.2f} {p99:8.2f} {p50 / base50:12.1f}x")
     print(f"{'audit row write under the load':<34} {w50:8.2f} {w99:8.2f} {w50 / base50:12.1f}x")
+    if errors:  # the latencies above would time failures, not the server path
+        raise SystemExit(f"{errors} of {len(latencies)} requests failed, the first with {first_error[0]}")
+    record(
+        "grpc_load",
+        {
+            "concurrency": args.concurrency,
+            "seconds": elapsed,
+            "documents": args.documents,
+            "requests": len(latencies),
+            "errors": errors,
+            "requests_per_s": len(latencies) / elapsed,
+            "engine_alone": {"p50_ms": base50, "p99_ms": base99},
+            "engine_and_audit": {"p50_ms": aud50, "p99_ms": aud99},
+            "grpc": {"p50_ms": p50, "p99_ms": p99, "x_engine_p50": p50 / base50},
+            "audit_write_under_load": {"p50_ms": w50, "p99_ms": w99},
+        },
+    )
 
 
 if __name__ == "__main__":

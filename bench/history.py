@@ -29,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from figures import percentiles  # bench/figures.py
+from provenance import record  # bench/provenance.py
 
 from acl.model import Acl
 from indexer.documents import DocumentRecord
@@ -96,6 +97,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000, help="entries of the measured user")
     parser.add_argument("--repeat", type=int, default=200, help="timed calls per figure")
     args = parser.parse_args()
+    if args.rows < 20 or args.repeat < 1:
+        parser.error("--rows must be at least 20 (a page), --repeat at least 1")
     rng = random.Random(7)
     with tempfile.TemporaryDirectory() as tmp:
         repo = SqlSettingsRepository.from_url(f"sqlite:///{Path(tmp) / 'settings.sqlite'}")
@@ -123,9 +126,21 @@ def main() -> None:
         far = timed(lambda: history.page(heavy, 20, deep), args.repeat)
         print(f"history page of 20, p50 / p99 ms ({args.repeat} calls each; access re-check included)")
         print(f"  1k entries, first page (baseline)   {base[0]:7.2f} / {base[1]:7.2f}")
-        for label, (p50, p99) in ((f"{args.rows // 1000}k entries, first page", first), ("  page 90 % deep", far)):
+        for label, (p50, p99) in ((f"{args.rows:,} entries, first page", first), ("  page 90 % deep", far)):
             print(f"  {label:<36}{p50:7.2f} / {p99:7.2f}   x{p50 / base[0]:.2f} of the baseline")
         repo.close()
+    figures = {"baseline, 1k entries": base, "first page": first, "page 90 % deep": far}
+    record(
+        "history",
+        {
+            "rows": args.rows,
+            "repeat": args.repeat,
+            **{
+                label: {"p50_ms": p50, "p99_ms": p99, "x_baseline": p50 / base[0]}
+                for label, (p50, p99) in figures.items()
+            },
+        },
+    )
 
 
 if __name__ == "__main__":

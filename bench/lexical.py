@@ -36,6 +36,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from figures import percentiles  # bench/figures.py
+from provenance import record  # bench/provenance.py
 
 from acl.model import Acl
 from indexer.index.embedded import lexical as embedded_lexical
@@ -117,7 +118,9 @@ def one_full_pass() -> Iterator[None]:
         embedded_lexical.FIRST_PASS_SPARE = saved
 
 
-def latency(texts: list[str], questions: list[str], queries: int, seed: int) -> None:
+def latency(texts: list[str], questions: list[str], queries: int, seed: int) -> dict[str, dict[str, float]]:
+    """Per caller: the p50/p99 ms of ``lexical``, of one full FTS5 pass (the baseline) and of ``exact``."""
+    figures = {}
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         index = build_store(Path(tmp), texts, seed)
@@ -155,7 +158,16 @@ def latency(texts: list[str], questions: list[str], queries: int, seed: int) -> 
                 f"{name:>8} {lex50:>10.2f}ms {lex99:>6.2f}ms {full50:>11.2f}ms {full99:>6.2f}ms {ex50:>8.2f}ms "
                 f"{ex99:>6.2f}ms {full50 / lex50:>16.2f}x {lex50 / ex50:>13.1f}x"
             )
+            figures[name] = {
+                "lexical_p50_ms": lex50,
+                "lexical_p99_ms": lex99,
+                "one_pass_p50_ms": full50,
+                "one_pass_p99_ms": full99,
+                "exact_p50_ms": ex50,
+                "exact_p99_ms": ex99,
+            }
         index.close()
+    return figures
 
 
 _TAG = re.compile(r"<[^>]+>")
@@ -182,7 +194,9 @@ def page_chunks(pages: Path, size: int = 1000) -> list[tuple[str, str, str, str]
     return out
 
 
-def tokenizers(pages: Path, questions_file: Path) -> None:
+def tokenizers(pages: Path, questions_file: Path) -> dict[str, dict[str, float]]:
+    """Per FTS5 tokenizer: page-level hit@1, hit@5, MRR and the p50 ms of the paraphrased questions."""
+    figures = {}
     chunks = page_chunks(pages)
     cases = yaml.safe_load(questions_file.read_text())
     print(f"{len(chunks)} chunks of {len({c[0] for c in chunks})} pages; {len(cases)} questions")
@@ -210,7 +224,9 @@ def tokenizers(pages: Path, questions_file: Path) -> None:
         n = len(cases)
         p50 = percentiles(times)[0]
         print(f"{tokenizer:<38} {hits1 / n:>6.2f} {hits5 / n:>6.2f} {reciprocal / n:>6.2f} {p50:>7.2f}")
+        figures[tokenizer] = {"hit@1": hits1 / n, "hit@5": hits5 / n, "mrr": reciprocal / n, "p50_ms": p50}
         conn.close()
+    return figures
 
 
 def main() -> None:
@@ -221,14 +237,23 @@ def main() -> None:
     parser.add_argument("--pages", type=Path, help="a folder of HTML pages: their text, and the tokenizer comparison")
     parser.add_argument("--questions", type=Path, default=Path(__file__).with_name("lexical_questions.yaml"))
     args = parser.parse_args()
+    if args.chunks < 1 or args.queries < 1:
+        parser.error("--chunks and --queries must be at least 1")
+    figures: dict[str, object] = {"chunks": args.chunks, "queries": args.queries}
     if args.pages is None:
         texts, questions = synthetic_texts(args.chunks, args.seed)
     else:
-        tokenizers(args.pages, args.questions)
+        if not args.pages.is_dir() or not args.questions.is_file():
+            parser.error(f"--pages {args.pages} must be a folder and --questions {args.questions} a file")
+        figures["pages"] = str(args.pages)
+        figures["tokenizers"] = tokenizers(args.pages, args.questions)
         pages = [f"{title} {heading} {text}" for _, title, heading, text in page_chunks(args.pages)]
+        if not pages:
+            parser.error(f"--pages {args.pages} holds no HTML page (*.html)")
         texts = [pages[row % len(pages)] for row in range(args.chunks)]  # repeated up to --chunks
         questions = [case["question"] for case in yaml.safe_load(args.questions.read_text())]
-    latency(texts, questions, args.queries, args.seed)
+    figures["latency"] = latency(texts, questions, args.queries, args.seed)
+    record("lexical", figures)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from provenance import record  # bench/provenance.py
+
 from acl.model import Acl
 from indexer.index.embedded.index import EmbeddedIndex
 from indexer.index.filters import acl_filter
@@ -134,16 +136,20 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    if args.chunks < 20 or args.questions < 1 or args.k < 1:
+        parser.error("--chunks must be at least 20 (two documents), --questions and --k at least 1")
     rng = np.random.default_rng(args.seed + 1)
     # Questions of 2-5 content words of the readable documents' vocabulary, past its most frequent words.
     questions = [
         " ".join(f"w{w}" for w in rng.integers(20, 2_000, int(rng.integers(2, 6)))) for _ in range(args.questions)
     ]
     backends: list[tuple[str, Callable[[], contextlib.AbstractContextManager[Index]]]] = [("embedded", embedded)]
+    figures: dict[str, object] = {"chunks": args.chunks, "questions": args.questions, "k": args.k}
     try:
         import osmem_server  # noqa: F401
     except ImportError:
         print("osmem-server is not installed: OpenSearch skipped")
+        figures["skipped"] = {"opensearch (osmem)": "osmem-server is not installed"}
     else:
         backends.append(("opensearch (osmem)", opensearch))
     header = ("backend", "world", "readable", "top-k reordered", "top-k same set", "max score change")
@@ -156,6 +162,12 @@ def main() -> None:
                     reordered, overlap, worst = compare(index, records, questions, args.k)
                 label = "topical" if topical else "mixed"
                 print(f"{name:<20} {label:<8} {share:>8.0%} {reordered:>16.0%} {overlap:>15.0%} {worst:>17.1%}")
+                figures[f"{name}, {label}, {share:.0%} readable"] = {
+                    "top_k_reordered": reordered,
+                    "top_k_same_set": overlap,
+                    "max_score_change": worst,
+                }
+    record("lexical_statistics", figures)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from figures import percentiles  # bench/figures.py
+from provenance import record  # bench/provenance.py
 
 from acl.model import Acl
 from indexer.index.attributes import frozen_metadata
@@ -102,6 +103,8 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=20_000)
     parser.add_argument("--queries", type=int, default=200)
     args = parser.parse_args()
+    if args.chunks < 1000 or args.queries < 1:
+        parser.error("--chunks must be at least 1000 (the legal documents are 1 % of them), --queries at least 1")
     index = EmbeddedIndex(None)
     index.ensure(StoreSpec(STORE, DIM))
     records = corpus(args.chunks)
@@ -124,15 +127,25 @@ def main() -> None:
     print(f"embedded index, {args.chunks} chunks of {DIM}-d, k={K}, {args.queries} queries")
     results = run(index, vectors, cases)
     base = results["no filter (ACL only)"][0]
+    figures: dict[str, object] = {"chunks": args.chunks, "queries": args.queries}
     for name, filter_ in cases.items():
         matching = index.count(STORE, filter_)
         p50, p99, under, recall = results[name]
+        figures[name] = {
+            "matches": matching,
+            "p50_ms": p50,
+            "p99_ms": p99,
+            "x_unfiltered": p50 / base,
+            "under_filled": under,
+            "recall@10": recall,
+        }
         print(
             f"{name:36s} matches {matching:6d} ({100 * matching / args.chunks:5.1f} %)  "
             f"p50 {p50:6.3f} ms  p99 {p99:6.3f} ms  x{p50 / base:5.2f} of unfiltered  "
             f"under-filled {under}  recall@10 {recall:.3f}"
         )
     index.close()
+    record("metadata_filter", figures)
 
 
 if __name__ == "__main__":

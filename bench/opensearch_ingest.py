@@ -36,6 +36,8 @@ from opensearchpy.helpers import streaming_bulk
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from provenance import record  # bench/provenance.py
+
 from acl.model import Acl
 from indexer.index.opensearch.client import connect
 from indexer.index.opensearch.index import OpenSearchIndex, OpenSearchOptions
@@ -128,6 +130,8 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=3)
     parser.add_argument("--refresh-interval", type=float, default=0.1)
     args = parser.parse_args()
+    if args.documents < 1 or args.chunks < 1 or args.refresh_interval <= 0:
+        parser.error("--documents and --chunks must be at least 1, --refresh-interval positive")
     docs = documents(args.documents, args.chunks)
     vectors = args.documents * args.chunks
     with FakeOpenSearch.start(version="2.19.1", refresh_interval_s=args.refresh_interval) as fake:
@@ -171,6 +175,10 @@ def main() -> None:
         f"{a['bulk_bytes_per_vector'] / b['bulk_bytes_per_vector']:.2f}x bytes per chunk"
     )
     print(json.dumps(figures))
+    record(
+        "opensearch_ingest",
+        {"documents": args.documents, "chunks": args.chunks, "refresh_interval_s": args.refresh_interval, **figures},
+    )
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import retrieval  # noqa: E402  (bench/retrieval.py: corpus and ACL generation)
 from figures import percentiles  # noqa: E402  (bench/figures.py)
+from provenance import record  # noqa: E402  (bench/provenance.py)
 
 K = retrieval.K
 WARMUP = 3
@@ -222,6 +223,12 @@ def main() -> None:
         print(json.dumps(child(args.child, sizes[0], args.queries, args.budget_s, args.seed)), flush=True)
         return
     systems = [s for s in args.systems.split(",") if s]
+    unknown = sorted(set(systems) - set(SYSTEMS))
+    if unknown or not sizes or min(sizes) < retrieval.PER_DOC or args.queries < 1:
+        parser.error(
+            f"--systems from {', '.join(SYSTEMS)} (unknown: {', '.join(unknown) or 'none'}),"
+            f" --sizes at least {retrieval.PER_DOC} each, --queries at least 1"
+        )
     skip = dict([*cell.split("=", 1), "time"][:2] for cell in args.skip.split(",") if cell)
     print(
         f"# {retrieval.DIM}-d, top-{K}, {args.queries} queries, {os.cpu_count()} CPUs; one subprocess per cell",
@@ -250,6 +257,8 @@ def main() -> None:
         )
     )
     print(f"# written {args.json}")
+    kept = [{k: v for k, v in r.items() if k not in ("traceback", "log")} for r in results]  # the JSON has them
+    record("peers", {"queries": args.queries, "budget_s": args.budget_s, "results": kept})
 
 
 if __name__ == "__main__":

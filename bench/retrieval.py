@@ -39,6 +39,7 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from figures import percentiles  # bench/figures.py
+from provenance import record  # bench/provenance.py
 
 from acl.model import Acl
 from indexer.index.embedded.hnsw import EF_CONSTRUCTION, HnswGraph, M
@@ -128,7 +129,10 @@ def load(index: EmbeddedIndex, corpus: Corpus, seed: int) -> None:
     index.upsert(STORE, batch)
 
 
-def run_size(rows: int, queries: int, sigma: float, spectrum: str, seed: int) -> list[str]:
+def run_size(
+    rows: int, queries: int, sigma: float, spectrum: str, seed: int
+) -> tuple[list[str], dict[str, dict[str, object]]]:
+    """The table's lines for ``rows`` chunks, and per caller the figures they show."""
     started = time.perf_counter()
     corpus = make_corpus(rows, queries, sigma, spectrum, seed)
     generated = time.perf_counter()
@@ -154,6 +158,7 @@ def run_size(rows: int, queries: int, sigma: float, spectrum: str, seed: int) ->
     assert graph.ntotal == rows
     faiss_index = graph._index
     lines = []
+    figures: dict[str, dict[str, object]] = {}
     for label, principals in CALLERS.items():
         readable_docs = np.isin(corpus.primary, [int(p[7:]) for p in principals[1:]])
         allowed = np.flatnonzero(np.repeat(readable_docs, PER_DOC)).astype(np.int64)
@@ -208,8 +213,25 @@ def run_size(rows: int, queries: int, sigma: float, spectrum: str, seed: int) ->
             f"{under['hnsw']:5d} {hnsw_p50 / docqa_p50:6.2f}x"
         )
         print(lines[-1], flush=True)
+        figures[label] = {
+            "readable": len(allowed) / rows,
+            "docqa": {
+                "p50_ms": docqa_p50 * 1e3,
+                "p99_ms": docqa_p99 * 1e3,
+                "recall@10": found["docqa"] / total,
+                "under": under["docqa"],
+                "plans": dict(plans),
+            },
+            "exact": {"p50_ms": exact_p50 * 1e3, "p99_ms": exact_p99 * 1e3},
+            "hnsw16": {
+                "p50_ms": hnsw_p50 * 1e3,
+                "p99_ms": hnsw_p99 * 1e3,
+                "recall@10": found["hnsw"] / total,
+                "under": under["hnsw"],
+            },
+        }
     index.close()
-    return lines
+    return lines, figures
 
 
 HEADER = (
@@ -228,6 +250,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    if not sizes or min(sizes) < 2 * PER_DOC or args.queries < 1:
+        parser.error(f"--sizes must be at least {2 * PER_DOC} chunks each, --queries at least 1")
     print(
         f"# {DIM}-d, {CLUSTERS} clusters (sigma {args.sigma}, {args.spectrum} spectrum),"
         f" {GROUPS} groups, top-{K},"
@@ -236,11 +260,14 @@ def main() -> None:
         flush=True,
     )
     lines = []
+    figures: dict[str, object] = {"queries": args.queries, "sigma": args.sigma, "spectrum": args.spectrum}
     for rows in sizes:
-        lines += run_size(rows, args.queries, args.sigma, args.spectrum, args.seed)
+        found, figures[f"{rows} chunks"] = run_size(rows, args.queries, args.sigma, args.spectrum, args.seed)
+        lines += found
     print()
     print(HEADER)
     print("\n".join(lines))
+    record("retrieval", figures)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 
 from markdown_it import MarkdownIt
+from provenance import record  # bench/provenance.py (bench/ is on sys.path when run as a script)
 
 from service.generation.link_policy import LinkPolicy
 from service.generation.sanitize import sanitize_answer, sanitized_stream
@@ -64,6 +65,8 @@ def main() -> None:
     parser.add_argument("--chars", type=int, default=1500)
     parser.add_argument("--piece", type=int, default=7, help="characters per streamed piece")
     args = parser.parse_args()
+    if args.answers < 1 or args.chars < 1 or args.piece < 1:
+        parser.error("--answers, --chars and --piece must be at least 1")
     rng = random.Random(7)
     texts = [answer(rng, args.chars) for _ in range(args.answers)]
     chunk_texts = [" ".join(rng.choice(WORDS) for _ in range(200)) for _ in range(8)]
@@ -88,10 +91,13 @@ def main() -> None:
     base = statistics.median(rows[0][1])
     print(f"{args.answers} answers of ~{args.chars} characters")
     print(f"{'':44} {'p50 µs':>9} {'p99 µs':>9} {'× baseline':>11}")
+    figures = {}
     for name, values in rows:
         values.sort()
         p50, p99 = statistics.median(values), values[min(len(values) - 1, int(len(values) * 0.99))]
         print(f"{name:44} {p50:9.0f} {p99:9.0f} {p50 / base:11.2f}")
+        figures[name] = {"p50_us": p50, "p99_us": p99, "x_baseline": p50 / base}
+    record("sanitize", {"answers": args.answers, "chars": args.chars, "piece": args.piece, **figures})
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 from indexing import make_corpus  # bench/indexing.py
+from provenance import record  # bench/provenance.py
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -125,6 +126,20 @@ def main() -> None:
         print(f"same store (documents, chunk ids, texts, ACLs; vectors to cosine 0.9999): {'yes' if same else 'NO'}")
         if not same:
             raise SystemExit("the sharded store differs from the single run's")
+    record(
+        "shards",
+        {
+            "docs": args.docs,
+            "chunks": one_chunks,
+            "workers": args.workers,
+            "threads": args.threads or None,
+            "repeat": args.repeat,
+            "one_process_s": best_one,
+            "sharded_s": best_many,
+            "ratio": best_one / best_many,
+            "same_store": same,
+        },
+    )
 
 
 if __name__ == "__main__":

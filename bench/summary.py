@@ -6,13 +6,15 @@ manual page, so the loader gives each page's title as its heading. Each PDF is i
 ingest path (PDF loader, chunker, embedded index) with a hashing embedder, since an extractive summary uses
 no vectors; then ``docqa``'s engine summarises it for a reader. Printed per PDF: pages, chunks, sections,
 the time to load+chunk+index (the baseline) and to summarise, their ratio, and the sections the summary
-cites and those with a section summary of their own. Run: ``python -m bench.summary [--pages 300]``.
+cites and those with a section summary of their own. Run: ``python -m bench.summary [--pages 300]``
+(``--manual DIR``: another folder of HTML pages).
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import sys
 import tempfile
 import time
 import warnings
@@ -34,11 +36,11 @@ MANUAL = Path("/usr/share/doc/postgresql-doc-15/html")
 LINES_PER_PAGE, CHARS_PER_LINE = 52, 95
 
 
-def manual_pages() -> list[tuple[str, list[str]]]:
+def manual_pages(manual: Path) -> list[tuple[str, list[str]]]:
     """(title, paragraphs) of the manual's pages, in file order."""
     pages = []
     warnings.filterwarnings("ignore", category=XMLParsedAsHTMLWarning)  # the manual is XHTML, read as HTML
-    for path in sorted(MANUAL.glob("*.html")):
+    for path in sorted(manual.glob("*.html")):
         soup = BeautifulSoup(path.read_text(encoding="utf-8", errors="replace"), "lxml")
         title = " ".join((soup.title.string if soup.title and soup.title.string else path.stem).split())
         paragraphs = [" ".join(p.get_text(" ").split()) for p in soup.find_all("p")]
@@ -48,13 +50,13 @@ def manual_pages() -> list[tuple[str, list[str]]]:
     return pages
 
 
-def build_pdf(pages: int) -> tuple[bytes, int]:
+def build_pdf(pages: int, manual: Path) -> tuple[bytes, int]:
     """A PDF of exactly ``pages`` pages of manual text, one outline entry per manual page; and their count."""
     out = io.BytesIO()
     canvas = Canvas(out, pagesize=A4)
     canvas.setTitle("PostgreSQL 15 manual (excerpt)")
     written, line, sections = 0, 0, 0
-    for number, (title, paragraphs) in enumerate(manual_pages()):
+    for number, (title, paragraphs) in enumerate(manual_pages(manual)):
         if written >= pages:
             break
         key = f"s{number}"
@@ -89,8 +91,8 @@ def build_pdf(pages: int) -> tuple[bytes, int]:
     return out.getvalue(), sections
 
 
-def measure(pages: int, data_dir: Path) -> dict[str, float]:
-    pdf, outline = build_pdf(pages)
+def measure(pages: int, data_dir: Path, manual: Path) -> dict[str, float]:
+    pdf, outline = build_pdf(pages, manual)
     app = build_app(Settings(data_dir=data_dir / f"p{pages}"), embedder_factory=lambda _: FakeEmbedder(max_tokens=256))
     try:
         started = time.perf_counter()
@@ -117,9 +119,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=300)
     parser.add_argument("--baseline-pages", type=int, default=30)
+    parser.add_argument("--manual", type=Path, default=MANUAL, help="folder of HTML pages (default: %(default)s)")
     args = parser.parse_args()
+    if args.pages < 1 or args.baseline_pages < 1:
+        parser.error("--pages and --baseline-pages must be at least 1")
+    if not manual_pages(args.manual):
+        sys.exit(f"{args.manual}: no HTML page with text (apt-get install postgresql-doc-15, or pass --manual)")
     with tempfile.TemporaryDirectory() as tmp:
-        rows = [measure(args.baseline_pages, Path(tmp)), measure(args.pages, Path(tmp))]
+        rows = [measure(args.baseline_pages, Path(tmp), args.manual), measure(args.pages, Path(tmp), args.manual)]
     print("pages  outline  chunks  sections  with own summary  cited  load+chunk+index s  summary s  summary/index")
     for r in rows:
         print(

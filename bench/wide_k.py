@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from figures import percentiles  # bench/figures.py
+from provenance import record  # bench/provenance.py
 from retrieval import CALLERS, STORE, load, make_corpus
 
 from indexer.index.embedded.index import EmbeddedIndex
@@ -35,6 +36,8 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    if args.rows < 2048 or args.queries < 1 or args.k < 1:
+        parser.error("--rows must be at least 2048 (below, no graph is built), --queries and --k at least 1")
     corpus = make_corpus(args.rows, args.queries, 0.7, "decaying", args.seed)
     index = EmbeddedIndex(None)
     load(index, corpus, args.seed)
@@ -52,6 +55,7 @@ def main() -> None:
         f"{'caller':>6} | {'ef':>5} {'linear p50':>10} {'p99':>7} {'rec':>6} | {'ef':>5} {'calibrated p50':>14} "
         f"{'p99':>7} {'rec':>6} | {'p50 x':>6}"
     )
+    figures: dict[str, object] = {"rows": args.rows, "queries": args.queries, "k": args.k, "policy": str(calibrated)}
     for name, flt in callers.items():
         truths = [{h.chunk.chunk_id for h in index.exact(STORE, q, args.k, flt)} for q in corpus.queries]
         times: dict[str, list[float]] = {label: [] for label in policies}
@@ -69,6 +73,7 @@ def main() -> None:
         allowed = index.count(STORE, flt)
         share = allowed / args.rows
         cells, p50s = [], {}
+        row: dict[str, object] = {}
         for label, policy in policies.items():
             p50, p99 = percentiles(times[label])
             p50s[label] = p50
@@ -77,8 +82,11 @@ def main() -> None:
             rec = found[label] / (len(truths) * args.k)
             cells.append(f"{ef or '-':>5} {p50 * 1e3:10.2f} {p99 * 1e3:7.2f} {rec:6.3f}")
             cells[-1] += f" {plan}" if plan != "hnsw" else ""
+            row[label] = {"ef": ef, "p50_ms": p50 * 1e3, "p99_ms": p99 * 1e3, "recall": rec, "plans": plan}
+        figures[name] = {**row, "x_p50": p50s["linear"] / p50s["calibrated"]}
         print(f"{name:>6} | {cells[0]} | {cells[1]} | {p50s['linear'] / p50s['calibrated']:6.2f}", flush=True)
     index.close()
+    record("wide_k", figures)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Each returns ``kind``, ``started`` / ``ended`` (monotonic seconds: the fault on, and the dependency back),
 ``recovery_s`` (dependency back → the first successful request), a ``note`` and its own ``violations``. A
 fault this machine or this configuration cannot inject is refused by ``injectable`` with the reason, and the
-soak reports it as skipped, never as passed.
+soak reports it as skipped, never as passed. The faults of the language model and of OpenSearch (their
+stand-ins failing) are in ``bench/soak/dependency_faults.py``.
 """
 
 from __future__ import annotations
@@ -18,33 +19,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.soak.dependency_faults import DEPENDENCY_FAULTS, dependency_injectable
+from bench.soak.outcome import recovered as _recovered
+from bench.soak.outcome import result as _result
+
 if TYPE_CHECKING:
     from bench.soak.run import Soak
 
 OUTAGE_S = 8.0
 SLOW_S = 5.0
-RECOVERY_LIMIT_S = 90.0
-
-
-def _recovered(soak: Soak, since: float, replica: int | None = None) -> float | None:
-    """Seconds from ``since`` to the first successful request (on ``replica`` if given), waited for."""
-    deadline = since + RECOVERY_LIMIT_S
-    while True:
-        with soak._lock:
-            times = [c.at for c in soak.calls if c.ok and c.at >= since and (replica is None or c.replica == replica)]
-        if times and min(times) - since <= RECOVERY_LIMIT_S:
-            return round(min(times) - since, 3)
-        if time.monotonic() > deadline:
-            return None
-        time.sleep(0.2)
-
-
-def _result(
-    kind: str, started: float, ended: float, recovery: float | None, note: str, bad: list[str]
-) -> dict[str, Any]:
-    if recovery is None:
-        bad = [*bad, f"{kind}: no successful request within {RECOVERY_LIMIT_S:.0f} s of the recovery"]
-    return {"kind": kind, "started": started, "ended": ended, "recovery_s": recovery, "note": note, "violations": bad}
 
 
 def postgres_down(soak: Soak) -> dict[str, Any]:
@@ -90,11 +73,15 @@ def replica_kill(soak: Soak) -> dict[str, Any]:
     )
 
 
-def _corpus(soak: Soak) -> Path:
-    folder = soak.work / "extra"
+#: Pages of the corpus an interrupted indexing run writes (three chunks each).
+PAGES = 160
+
+
+def _corpus(soak: Soak, pages: int = PAGES) -> Path:
+    folder = soak.work / ("extra" if pages == PAGES else f"extra-{pages}")
     if not folder.exists():
         folder.mkdir(parents=True)
-        for i in range(160):
+        for i in range(pages):
             lines = [f"# Extra page {i}", ""] + [
                 f"Paragraph {j} of page {i} describes the extra archive item {i * 100 + j} in plain words."
                 for j in range(40)
@@ -112,14 +99,21 @@ def _chunks(soak: Soak, store: str) -> tuple[int, int]:
     return 0, 0
 
 
-def _reference(soak: Soak) -> tuple[int, int]:
-    if not hasattr(soak, "reference_counts"):
-        soak.docqa("index", str(_corpus(soak)), "--store", "extra-ref", "--quiet", "--no-graph")
-        soak.reference_counts = _chunks(soak, "extra-ref")  # type: ignore[attr-defined]
-    return soak.reference_counts  # type: ignore[attr-defined,no-any-return]
+def reference_store(pages: int = PAGES) -> str:
+    """The store a clean run of the ``pages``-page corpus wrote."""
+    return "extra-ref" if pages == PAGES else f"extra-ref-{pages}"
 
 
-def _interrupted_index(
+def reference(soak: Soak, pages: int = PAGES) -> tuple[int, int]:
+    """(documents, chunks) of a clean run of the ``pages``-page corpus, made once."""
+    counts: dict[int, tuple[int, int]] = soak.__dict__.setdefault("reference_counts", {})
+    if pages not in counts:
+        soak.docqa("index", str(_corpus(soak, pages)), "--store", reference_store(pages), "--quiet", "--no-graph")
+        counts[pages] = _chunks(soak, reference_store(pages))
+    return counts[pages]
+
+
+def interrupted_index(
     soak: Soak,
     kind: str,
     store: str,
@@ -127,11 +121,13 @@ def _interrupted_index(
     after: Callable[[], None],
     running: list[subprocess.Popen[bytes]] | None = None,
     wrap: list[str] = (),  # type: ignore[assignment]
+    pages: int = PAGES,
 ) -> dict[str, Any]:
-    """An indexing run of ``store`` broken by ``during`` (a kill, a full or read-only disk), ``after`` undoing
-    it, then a re-run that must leave exactly the chunks of a clean run."""
-    expected = _reference(soak)
-    corpus = _corpus(soak)
+    """An indexing run of ``store`` (a corpus of ``pages`` pages) broken by ``during`` (a kill, a full or
+    read-only disk, bulk replies cut), ``after`` undoing it, then a re-run that must leave exactly the chunks
+    of a clean run. ``running`` receives the broken run's process."""
+    expected = reference(soak, pages)
+    corpus = _corpus(soak, pages)
     started = time.monotonic()
     command = [*wrap, *_docqa(), "index", str(corpus), "--store", store, "--quiet", "--no-graph"]
     env = soak.replicas[0]._env()
@@ -190,7 +186,7 @@ def indexer_kill(soak: Soak) -> dict[str, Any]:
     def kill() -> None:
         running[0].send_signal(signal.SIGKILL)
 
-    return _interrupted_index(soak, "indexer-kill", store, kill, lambda: None, running)
+    return interrupted_index(soak, "indexer-kill", store, kill, lambda: None, running)
 
 
 def _data_mount(soak: Soak) -> Path:
@@ -203,17 +199,17 @@ def disk_full(soak: Soak) -> dict[str, Any]:
 
     def fill() -> None:
         free = shutil.disk_usage(filler.parent).free
-        with filler.open("wb") as out:
+        chunk = b"\0" * (1 << 20)
+        # Unbuffered: a buffered file keeps the part of the last write that did not fit and fails again on close.
+        with filler.open("wb", buffering=0) as out:
             try:
-                out.truncate(0)
-                chunk = b"\0" * (1 << 20)
                 for _ in range(free // len(chunk) + 1):
                     out.write(chunk)
-            except OSError:
+            except OSError:  # the disk is full: the fault is on
                 pass
         time.sleep(OUTAGE_S)
 
-    return _interrupted_index(soak, "disk-full", store, fill, lambda: filler.unlink(missing_ok=True))
+    return interrupted_index(soak, "disk-full", store, fill, lambda: filler.unlink(missing_ok=True))
 
 
 def read_only(soak: Soak) -> dict[str, Any]:
@@ -224,14 +220,7 @@ def read_only(soak: Soak) -> dict[str, Any]:
     store = f"extra-ro-{len(soak.injected)}"
     frozen = f'mount --bind {mount} {mount} && mount -o remount,bind,ro {mount} && exec "$@"'
     wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c", frozen, "sh"]
-    return _interrupted_index(soak, "read-only", store, lambda: None, lambda: None, wrap=wrap)
-
-
-def _not_configured(name: str) -> Callable[[Soak], dict[str, Any]]:
-    def fault(soak: Soak) -> dict[str, Any]:  # pragma: no cover - injectable() refuses it first
-        raise RuntimeError(f"{name} cannot be injected here")
-
-    return fault
+    return interrupted_index(soak, "read-only", store, lambda: None, lambda: None, wrap=wrap)
 
 
 FAULTS: dict[str, Callable[[Soak], dict[str, Any]]] = {
@@ -241,8 +230,7 @@ FAULTS: dict[str, Callable[[Soak], dict[str, Any]]] = {
     "indexer-kill": indexer_kill,
     "disk-full": disk_full,
     "read-only": read_only,
-    "watsonx": _not_configured("watsonx"),
-    "opensearch": _not_configured("opensearch"),
+    **DEPENDENCY_FAULTS,
 }
 
 
@@ -252,14 +240,7 @@ def injectable(name: str, soak: Soak) -> tuple[bool, str]:
         return False, "the data directory is not on a filesystem of the soak's own (mounting a tmpfs needs root)"
     if name == "read-only" and (os.geteuid() != 0 or shutil.which("unshare") is None):
         return False, "a read-only bind mount in a mount namespace of the run's own needs root and unshare(1)"
-    if name == "watsonx":
-        return (
-            False,
-            "the soak's servers answer extractively: no language model to fail (see the watsonx stand-in tests)",
-        )
-    if name == "opensearch":
-        return False, "the soak runs the embedded index: no OpenSearch to fail (see the k-NN fake's fault tests)"
-    return True, ""
+    return dependency_injectable(name, soak)
 
 
 def inject(name: str, soak: Soak) -> dict[str, Any]:

@@ -1,18 +1,22 @@
 """The soak: two ``docqa serve`` replicas sharing a PostgreSQL of the soak's own and one data directory, under
-mixed load (questions over GraphQL and gRPC, summaries, comparisons, history, ratings, an admin changing a
-document's ACL, indexing runs), while faults are injected on a schedule; invariants checked from the outside.
+mixed load (questions over GraphQL and gRPC, streamed or not, summaries, comparisons, history, ratings, an
+admin changing a document's ACL, indexing runs), while faults are injected on a schedule; invariants checked
+from the outside. The replicas answer extractively on the embedded index, or with a watsonx.ai stand-in and on
+an OpenSearch fake that the soak runs and fails (``bench/soak/standins.py``).
 
 Invariants (each broken one is a violation; the run must end with none):
 
 - **no leak:** no reply shows a canary of a document its caller may not read (the leakage benchmark's world
   and oracle; the one document whose ACL the admin keeps changing is left out of the check);
-- **no answer without its rows:** every answer a client received has its audit row and history entry;
+- **no answer without its rows:** every answer a client received has its audit row and history entry (an
+  answer given without the language model, its sources only, too);
 - **no lost ACL change:** the ACL PostgreSQL holds at the end is the last one an admin was told was saved;
 - **indexing recovers:** after a run killed or starved mid-write, a re-run leaves the store with exactly the
   chunks a clean run gives (no duplicate, none missing);
 - **documented errors only:** a caller never gets INTERNAL, an HTTP 500 or a traceback;
 - **recovery without a restart:** after each dependency comes back a request succeeds (the time it took is
-  the recovery time), and ``/readyz`` answered 503 while PostgreSQL was down;
+  the recovery time; after a language model fault, an answer the model wrote), ``/readyz`` answered 503 while
+  PostgreSQL or OpenSearch was down and 200 afterwards;
 - **bounded memory:** each replica's resident memory stays under ``--rss-limit-mb``.
 """
 
@@ -32,8 +36,11 @@ from typing import Any
 
 from bench.leakage.docqa_target import DOCQA, ROOT, DocQATarget
 from bench.leakage.world import ADMIN, World, generate
+from bench.soak.dependency_faults import GROUPS
 from bench.soak.faults import FAULTS, inject, injectable
 from bench.soak.postgres import Cluster
+from bench.soak.standins import MODEL_MARK, StandIns
+from service.domain.queries import NO_ANSWER_GENERATED
 
 CANARY = re.compile(r"(?:CANARY|TITLE)-[A-Z]+-[A-Z0-9]{6,10}")
 TOGGLED = ("corp", "legal/kestrel.md")  # the document whose ACL the admin keeps changing
@@ -44,12 +51,13 @@ BAD = ("INTERNAL", "Traceback", "HTTP 500")
 class Replica(DocQATarget):
     """A ``docqa serve`` on the shared data directory and the soak's PostgreSQL."""
 
-    def __init__(self, work: Path, database_url: str) -> None:
+    def __init__(self, work: Path, database_url: str, settings: dict[str, str]) -> None:
         super().__init__(keep=True, rerank="offline", work=work)
         self.database_url = database_url
+        self.settings = settings  # DOCQA_* variables: the stand-ins the replicas use
 
     def _env(self) -> dict[str, str]:
-        return {**super()._env(), "DOCQA_DATABASE_URL": self.database_url}
+        return {**super()._env(), "DOCQA_DATABASE_URL": self.database_url, **self.settings}
 
     def rss_mb(self) -> float:
         if self.process is None or self.process.poll() is not None:
@@ -67,7 +75,7 @@ class Replica(DocQATarget):
         import urllib.request
 
         try:
-            with urllib.request.urlopen(f"{self.url}/readyz", timeout=3) as reply:
+            with urllib.request.urlopen(f"{self.url}/readyz", timeout=5) as reply:
                 return int(reply.status)
         except urllib.error.HTTPError as error:
             return int(error.code)
@@ -87,6 +95,10 @@ class Call:
     wall_ms: float
     query_id: str = ""
     leaks: list[str] = field(default_factory=list)
+    #: An answer the language model wrote (the stand-in's), not the sources-only reply given without it.
+    llm: bool = False
+    #: A reply with its sources and "No answer was generated" (the language model failed it).
+    unanswered: bool = False
 
 
 @dataclass
@@ -100,7 +112,11 @@ class Soak:
     rss_limit_mb: float
     #: Inject every listed fault at least once, even past ``minutes`` (a short run that still covers each).
     each_once: bool = False
+    #: ``extractive`` or ``watsonx-standin``; ``embedded`` or ``opensearch-fake`` (``bench/soak/standins.py``).
+    llm: str = "extractive"
+    index: str = "embedded"
     world: World = field(init=False)
+    standins: StandIns = field(init=False)
     cluster: Cluster = field(init=False)
     replicas: list[Replica] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
@@ -115,6 +131,8 @@ class Soak:
     # -- set-up --------------------------------------------------------------------------------------------
     def setup(self) -> None:
         self.world = generate(self.seed)
+        self.standins = StandIns(self.work, self.llm, self.index)
+        self.standins.start()
         self.cluster = Cluster(self.work / "pg")
         self.cluster.create()
         self.data_on_tmpfs = False
@@ -123,10 +141,10 @@ class Soak:
             data.mkdir(parents=True, exist_ok=True)
             mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2g", "tmpfs", str(data)], capture_output=True)
             self.data_on_tmpfs = mounted.returncode == 0
-        first = Replica(self.work, self.cluster.url)
+        first = Replica(self.work, self.cluster.url, self.standins.env())
         first.cli("db", "upgrade")
         first.start(self.world)
-        second = Replica(self.work, self.cluster.url)
+        second = Replica(self.work, self.cluster.url, self.standins.env())
         second._serve()
         self.replicas = [first, second]
         for name in self.faults:
@@ -163,8 +181,9 @@ class Soak:
             started = time.monotonic()
             try:
                 if roll < 0.6:
-                    action = "ask"
-                    reply = replica.ask(transport, user, document.store, f"What does the {document.topic} say?")
+                    action = "stream" if roll < 0.15 else "ask"
+                    question = f"What does the {document.topic} say?"
+                    reply = replica.ask(transport, user, document.store, question, stream=action == "stream")
                 elif roll < 0.72:
                     action = "summarize"
                     reply = replica.summarize(transport, user, document.store, document.id)
@@ -182,10 +201,14 @@ class Soak:
             except Exception as exc:  # a transport that broke mid-call (a killed replica): the client's view
                 self._record(Call(started, index, transport, "error", user, False, repr(exc)[:200], 0.0), "")
                 continue
+            if action == "stream" and transport == "graphql" and not reply.ok:
+                reply.error = f"{','.join(_event_codes(reply.text)) or 'no code'}: {reply.error}"
             call = Call(started, index, transport, action, user, reply.ok, reply.error[:300], reply.wall_ms)
-            if reply.ok and action in ("ask", "summarize", "compare") and reply.query_id:
+            call.unanswered = reply.ok and NO_ANSWER_GENERATED in reply.text
+            call.llm = reply.ok and MODEL_MARK in reply.text and not call.unanswered
+            if reply.ok and action in ("ask", "stream", "summarize", "compare") and reply.query_id:
                 call.query_id = reply.query_id
-                if action == "ask":
+                if action in ("ask", "stream"):
                     answered.append((user, reply.query_id, index, transport))
             self._record(call, reply.text)
 
@@ -265,7 +288,12 @@ class Soak:
         engine = create_engine(self.cluster.url)
         try:
             with engine.connect() as db:
-                audited = {r[0] for r in db.execute(text("select query_id from query_audit where outcome = 'OK'"))}
+                outcomes: dict[str, str] = {
+                    r[0]: r[1]
+                    for r in db.execute(
+                        text("select query_id, outcome from query_audit where outcome in ('OK', 'OK_NO_ANSWER')")
+                    )
+                }
                 kept = {r[0] for r in db.execute(text("select query_id from query_history"))}
                 override = [
                     r[0]
@@ -276,7 +304,16 @@ class Soak:
                 ]
         finally:
             engine.dispose()
+        audited = set(outcomes)
         received = {c.query_id for c in self.calls if c.query_id}
+        if self.standins.watsonx is not None:  # the audit row says whether the model answered, as the caller saw
+            told = [c for c in self.calls if c.query_id and c.action in ("ask", "stream") and (c.llm or c.unanswered)]
+            wrong = [c for c in told if outcomes.get(c.query_id, "") == ("OK" if c.unanswered else "OK_NO_ANSWER")]
+            if wrong:
+                self.violations.append(
+                    f"{len(wrong)} answers audited otherwise than received (with or without the model), e.g."
+                    f" {wrong[0].query_id}"
+                )
         missing = sorted(received - audited), sorted(received - kept)
         if missing[0] or missing[1]:
             self.violations.append(
@@ -302,10 +339,20 @@ class Soak:
         during = [c.wall_ms for c in self.calls if c.ok and any(a <= c.at <= b for a, b in windows)]
         outside = [c.wall_ms for c in self.calls if c.ok and not any(a <= c.at <= b for a, b in windows)]
         errors = Counter(_kind(c.error) for c in self.calls if not c.ok)
+        questions = [c for c in self.calls if c.ok and c.action in ("ask", "stream") and c.query_id]
         return {
             "seconds": round(seconds, 1),
+            "dependencies": self.standins.describe(),
             "requests": len(self.calls),
             "served": sum(c.ok for c in self.calls),
+            **(
+                {
+                    "answered_by_the_model": sum(c.llm for c in questions),
+                    "answered_without_it": sum(c.unanswered for c in questions),
+                }
+                if self.standins.watsonx is not None
+                else {}
+            ),
             "by_action": dict(Counter(c.action for c in self.calls)),
             "errors": dict(errors),
             "faults": [{k: v for k, v in f.items() if k != "violations"} for f in self.injected],
@@ -322,7 +369,10 @@ class Soak:
     def close(self) -> None:
         for replica in self.replicas:
             replica.stop()
-        self.cluster.destroy()
+        if hasattr(self, "standins"):
+            self.standins.close()
+        if hasattr(self, "cluster"):
+            self.cluster.destroy()
         if getattr(self, "data_on_tmpfs", False):
             subprocess.run(["umount", "-l", str(self.work / "data")], capture_output=True)
 
@@ -336,14 +386,29 @@ def _kind(error: str) -> str:
     return error.split(":")[0][:40] or "unknown"
 
 
+def _event_codes(text: str) -> list[str]:
+    """The error codes (``extensions.code``) in a GraphQL stream's server-sent events."""
+    codes: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("data:"):
+            try:
+                event = json.loads(line[5:])
+            except json.JSONDecodeError:
+                continue
+            codes += [str((e.get("extensions") or {}).get("code")) for e in event.get("errors") or []]
+    return codes
+
+
 def write_json(report: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=1, default=str))
 
 
 def faults_named(spec: str) -> list[str]:
+    """The faults ``spec`` names in order: ``all``, or names and groups (``watsonx``: each watsonx fault)."""
     names = list(FAULTS) if spec == "all" else [n.strip() for n in spec.split(",") if n.strip()]
-    unknown = [n for n in names if n not in FAULTS]
+    unknown = [n for n in names if n not in FAULTS and n not in GROUPS]
     if unknown:
-        raise SystemExit(f"unknown fault(s) {', '.join(unknown)}; known: {', '.join(FAULTS)}")
-    return names
+        known = ", ".join([*FAULTS, *(f"{g} (each {g}-* fault)" for g in GROUPS)])
+        raise SystemExit(f"unknown fault(s) {', '.join(unknown)}; known: {known}")
+    return [fault for n in names for fault in GROUPS.get(n, [n])]

@@ -4,7 +4,9 @@ Start one, point ``opensearch-py`` at ``fake.url``, and the adapter talks to it 
 transport. The fake records every request (``fake.requests``), how each ``knn`` query searched each leaf
 (``fake.knn_modes``), the segments of each index (``fake.segments``) and the indices a write created
 (``fake.auto_created``). One lock guards all state; a ticker thread refreshes indices every
-``refresh_interval_s`` as the server's scheduled refresh does.
+``refresh_interval_s`` as the server's scheduled refresh does. ``fake.fail(...)`` makes the next requests to a
+path answer 429/5xx, hang, or lose their connection mid-reply (``faults``); ``record=False`` keeps no record
+of requests (a long run's memory stays flat).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from tests.fakes_opensearch.cluster import Cluster
 from tests.fakes_opensearch.errors import NOT_MODELLED, OpenSearchError
+from tests.fakes_opensearch.faults import Fault, Faults
 from tests.fakes_opensearch.knn import LeafSearch
 from tests.fakes_opensearch.routes import Call, check_params, route
 from tests.fakes_opensearch.versions import V_3_7_0, Version, parse_version
@@ -60,6 +63,7 @@ class FakeOpenSearch:
         templates: list[dict[str, Any]] | None = None,
         api_keys: set[str] | None = None,
         basic_auth: tuple[str, str] | None = None,
+        record: bool = True,
     ) -> None:
         if refresh_interval_s <= 0:
             raise ValueError("refresh_interval_s must be positive")
@@ -72,6 +76,8 @@ class FakeOpenSearch:
             self.version, knn_plugin=knn_plugin, templates=list(templates or []), refresh_interval_s=refresh_interval_s
         )
         self._requests: list[Request] = []
+        self._record = record
+        self.faults = Faults()
         self._stop = threading.Event()
         self._server: _Server | None = None
         self._threads: list[threading.Thread] = []
@@ -103,6 +109,7 @@ class FakeOpenSearch:
     def close(self) -> None:
         """Stop serving; writes still waiting for a refresh are answered."""
         self._stop.set()
+        self.faults.heal()
         with self._cluster.lock:
             self._cluster.closed = True
             self._cluster.refreshed.notify_all()
@@ -119,6 +126,29 @@ class FakeOpenSearch:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # ------------------------------------------------------------------------ injected faults
+    def fail(
+        self,
+        path: str = "",
+        *,
+        status: int | None = None,
+        times: int = 1,
+        delay_s: float = 0.0,
+        drop: bool = False,
+        headers: dict[str, str] | None = None,
+    ) -> Fault:
+        """The next ``times`` HTTP requests whose path contains ``path`` ("" for all) answer ``status`` (applying
+        nothing), wait ``delay_s`` first, or (``drop``) are applied and lose their connection half-way through the
+        reply's body. The fault is returned: its ``times`` counts down as requests meet it. See
+        ``tests.fakes_opensearch.faults``."""
+        fault = Fault(path, times, status, delay_s, drop, dict(headers or {}))
+        self.faults.add(fault)
+        return fault
+
+    def heal(self) -> None:
+        """Forget every pending fault and let requests held by a delay go."""
+        self.faults.heal()
 
     # ------------------------------------------------------------------------ what tests read
     @property
@@ -178,7 +208,10 @@ class FakeOpenSearch:
         params = dict(parse_qsl(split.query, keep_blank_values=True))
         status, body = self._answer(method, path, segments, params, headers, raw)
         with self._cluster.lock:
-            self._requests.append(Request(method, path, params, len(raw), _decoded(raw), status, body))
+            if self._record:
+                self._requests.append(Request(method, path, params, len(raw), _decoded(raw), status, body))
+            else:
+                self._cluster.knn_modes.clear()
         return status, body
 
     def refused_too_large(self, method: str, target: str, length: int) -> None:
@@ -268,6 +301,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the fake's record is ``fake.requests``."""
 
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except ConnectionResetError:  # a client that timed out on a held request reset its kept-alive connection
+            self.close_connection = True
+
     def _serve(self) -> None:
         fake = self.server.fake
         length = int(self.headers.get("Content-Length") or 0)
@@ -283,13 +322,24 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(413, None, close=True)
             return
         raw = self.rfile.read(length) if length else b""
-        if self.headers.get("Content-Encoding") == "gzip":
-            raw = gzip.decompress(raw)
-        headers = {key.lower(): value for key, value in self.headers.items()}
-        status, body = fake.handle(self.command, self.path, headers, raw)
-        self._send(status, body)
+        fault = fake.faults.take(urlsplit(self.path).path)
+        try:
+            if fault is not None and fault.delay_s:
+                fake.faults.released.wait(fault.delay_s)
+            if fault is not None and fault.status is not None:
+                self._send(fault.status, fault.error(), extra=fault.headers)
+                return
+            if self.headers.get("Content-Encoding") == "gzip":
+                raw = gzip.decompress(raw)
+            headers = {key.lower(): value for key, value in self.headers.items()}
+            status, body = fake.handle(self.command, self.path, headers, raw)
+            self._send(status, body, cut=fault is not None and fault.drop)
+        except (BrokenPipeError, ConnectionResetError):  # its client gave up on a request held by a fault
+            self.close_connection = True
 
-    def _send(self, status: int, body: Any, close: bool = False) -> None:
+    def _send(
+        self, status: int, body: Any, close: bool = False, cut: bool = False, extra: dict[str, str] | None = None
+    ) -> None:
         if body is None or self.command == "HEAD":
             payload, kind = b"", "text/plain; charset=UTF-8"
         elif isinstance(body, str):
@@ -301,10 +351,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         if status == 401:
             self.send_header("WWW-Authenticate", 'Basic realm="OpenSearch Security"')
+        for name, value in (extra or {}).items():
+            self.send_header(name, value)
         if close:
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()
+        if cut:  # an injected fault: half of the body, then the connection is gone
+            self.wfile.write(payload[: len(payload) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         if self.command != "HEAD":
             self.wfile.write(payload)
 

@@ -283,6 +283,20 @@ def test_dropped_connection_is_generator_unavailable(standin: StandIn, make: Any
     assert generator.generate(prompt("again")).text == standin.reply  # and the next call works
 
 
+def test_a_stream_cut_mid_answer_is_generator_unavailable_after_its_first_pieces(standin: StandIn, make: Any) -> None:
+    standin.reply = "one two three four five six seven eight"
+    standin.fail(STREAM, cut_after=3)
+    generator = make()
+    received: list[str] = []
+    with pytest.raises(GeneratorUnavailable, match="connection dropped"):
+        for piece in generator.stream(prompt("Revenue rose.")):
+            received.append(piece)
+    assert "".join(received) == "one two three "  # the first pieces arrived, the rest never did
+    (cut,) = standin.streams
+    assert cut.sent == 3 and cut.total == 8
+    assert "".join(generator.stream(prompt("again"))) == standin.reply  # the next stream is whole
+
+
 def test_server_down_is_generator_unavailable(standin: StandIn, make: Any) -> None:
     import socket
 

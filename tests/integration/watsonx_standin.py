@@ -7,10 +7,12 @@ text/generation_stream as server-sent events, text/chat) and for a ``Rerank``
 the query's words it contains) with correctly shaped JSON, checks the bearer
 token on every call, enforces each model's context window like the real
 service (HTTP 400), and records every request so tests can see what was
-sent. Test-only controls inject HTTP errors, delays, garbage replies and
-dropped connections for the next N requests to a path, and pace a streamed
-answer (``stream_delay_s`` between tokens); each stream is recorded
-(``streams``): how many tokens were sent and whether the client hung up first.
+sent. Test-only controls inject HTTP errors, delays, garbage replies,
+dropped connections and streams cut after their first tokens for the next N
+requests to a path (``heal()`` forgets them all), and pace a streamed answer
+(``stream_delay_s`` between tokens); each stream is recorded (``streams``):
+how many tokens were sent and whether the client hung up first. With
+``record = False`` requests and streams are not kept (a long run).
 
 With ``obey = True`` it is a model that falls for prompt injection: every
 line of its input that says ``emit <payload>`` is obeyed — the payload is
@@ -32,6 +34,7 @@ import json
 import re
 import secrets
 import select
+import socket
 import ssl
 import threading
 import time
@@ -133,6 +136,7 @@ class Fault:
     drop: bool = False  # close the connection without a reply
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes | None = None  # reply 200 with this body (as JSON's content type) instead
+    cut_after: int | None = None  # a streamed answer: send this many tokens, then close the connection mid-stream
 
 
 @dataclass
@@ -176,6 +180,8 @@ class StandIn:
         #: Stream the reply in pieces of this many characters (None: a word at a time).
         self.piece_chars: int | None = None
         self.requests: list[Recorded] = []
+        #: Keep ``requests`` and ``streams`` (off for a long run, whose memory must stay flat).
+        self.record = True
         #: Seconds between two streamed tokens (watching for the client hanging up meanwhile).
         self.stream_delay_s = 0.0
         self.streams: list[StreamRecord] = []
@@ -227,10 +233,20 @@ class StandIn:
         drop: bool = False,
         headers: dict[str, str] | None = None,
         body: bytes | None = None,
-    ) -> None:
-        """The next ``times`` requests whose path ends with ``path`` fail as described."""
+        cut_after: int | None = None,
+    ) -> Fault:
+        """The next ``times`` requests whose path ends with ``path`` fail as described (``cut_after``: a streamed
+        answer stops after that many tokens, its connection closed without the stream's end). The fault is
+        returned: its ``times`` counts down as requests meet it."""
+        fault = Fault(path, times, status, delay_s, drop, dict(headers or {}), body, cut_after)
         with self._lock:
-            self._faults.append(Fault(path, times, status, delay_s, drop, dict(headers or {}), body))
+            self._faults.append(fault)
+        return fault
+
+    def heal(self) -> None:
+        """Forget every pending fault (what was recorded stays)."""
+        with self._lock:
+            self._faults.clear()
 
     def clear(self) -> None:
         with self._lock:
@@ -253,7 +269,8 @@ class StandIn:
 
     def _record(self, request: Recorded) -> None:
         with self._lock:
-            self.requests.append(request)
+            if self.record:
+                self.requests.append(request)
 
     def _authorized(self, headers: dict[str, str]) -> bool:
         value = headers.get("authorization", "")
@@ -290,6 +307,8 @@ def _error(status: int, code: str, message: str) -> dict[str, Any]:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
+    #: This request's stream stops after this many tokens (an injected fault), or None.
+    cut_after: int | None = None
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # quiet: tests read ``standin.requests`` instead
@@ -321,6 +340,7 @@ class _Handler(BaseHTTPRequestHandler):
                 body = json.loads(raw)
         standin._record(Recorded(method, parts.path, parse_qs(parts.query), headers, body))
         fault = standin._take_fault(parts.path)
+        self.cut_after = fault.cut_after if fault is not None else None
         if fault is not None:
             if fault.delay_s:
                 standin._sleep(fault.delay_s)
@@ -486,7 +506,8 @@ class _Handler(BaseHTTPRequestHandler):
         standin = self.server.standin
         record = StreamRecord(total=len(pieces))
         with standin._lock:
-            standin.streams.append(record)
+            if standin.record:
+                standin.streams.append(record)
         try:
             self._send_stream(whole, pieces, record)
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
@@ -514,6 +535,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             if standin._stopping.is_set():
+                return
+            if self.cut_after is not None and number > self.cut_after:  # an injected fault: no end of stream
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
                 return
             last = number == len(pieces)
             event = dict(whole)

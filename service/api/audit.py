@@ -66,7 +66,10 @@ def _scope(query: Query) -> tuple[tuple[str, ...], int]:
 
 
 def outcome_of(exc: BaseException) -> str:
-    """A failure's audit outcome: the status name of DocQA's error, INTERNAL for any other."""
+    """A failure's audit outcome: the status name of DocQA's error, CANCELLED for an interrupt (Ctrl-C on the
+    CLI), INTERNAL for any other."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "CANCELLED"
     return mapping_for(exc).grpc_status if isinstance(exc, DocQAError) else "INTERNAL"
 
 
@@ -117,7 +120,7 @@ class AuditedQueries:
             answer = self.engine().ask(identity.caller(), query, on_text, cancel, keep=kept.append)
             if cancel is not None:
                 cancel.check()  # an answer nobody waits for any more is audited as such, and not kept
-        except Exception as exc:
+        except (Exception, KeyboardInterrupt) as exc:  # Ctrl-C: audited CANCELLED, nothing kept in history
             self._record_failure(identity, query, name, interface, outcome_of(exc), started)
             raise
         self.metrics.query_latency.labels(name).observe(time.perf_counter() - started)

@@ -92,7 +92,7 @@ class AuditedAnalysis:
             result = work(kept.append)
             if cancel is not None:
                 cancel.check()
-        except Exception as exc:
+        except (Exception, KeyboardInterrupt) as exc:  # Ctrl-C: audited CANCELLED, nothing kept in history
             self._record(identity, name, store_id, documents, document_count, interface, outcome_of(exc), started)
             raise
         self.queries.metrics.query_latency.labels(name).observe(time.perf_counter() - started)

@@ -72,3 +72,50 @@ def test_a_refused_local_query_leaves_a_failure_row_and_eval_keeps_nothing(data_
 
     run(data_dir, "eval", str(test_cli.ROOT / "examples" / "acme-questions.yaml"), "--store", "acme", "--as", "erin")
     assert _audit(data_dir, "erin") == [] and _history(data_dir, "erin") == []
+
+
+class _InterruptedWhenKept:
+    """The data directory's engine, with Ctrl-C arriving as the answer is handed over to be kept (the last
+    moment before the audit row and the history entry are written)."""
+
+    def __init__(self, engine: object) -> None:
+        self._engine = engine
+
+    def _interrupting(self, name: str, *args: object) -> object:
+        def keep(_entry: object) -> None:
+            raise KeyboardInterrupt
+
+        return getattr(self._engine, name)(*args[:-1], keep)
+
+    def ask(self, caller: object, query: object, on_text: object, cancel: object, keep: object) -> object:
+        return self._interrupting("ask", caller, query, on_text, cancel, keep)
+
+    def summarize(self, caller: object, request: object, on_text: object, cancel: object, keep: object) -> object:
+        return self._interrupting("summarize", caller, request, on_text, cancel, keep)
+
+
+def test_a_local_query_interrupted_by_ctrl_c_is_audited_cancelled_and_not_kept(data_dir: Path) -> None:
+    from service.api.audit import AuditedQueries
+    from service.api.audited_analysis import AuditedAnalysis
+    from service.api.cli.audited import CLI_INTERFACE, cli_identity
+    from service.domain.analysis import SummaryRequest
+    from service.domain.queries import VectorQuery
+    from service.observability.metrics import Metrics
+
+    app = build_app(load_settings(data_dir=data_dir))
+    try:
+        interrupted = _InterruptedWhenKept(app.engine)
+        queries = AuditedQueries(lambda: interrupted, lambda: app.repository, Metrics(), operator=True)  # type: ignore[arg-type,return-value]
+        identity = cli_identity("carol")
+        with pytest.raises(KeyboardInterrupt):
+            queries.ask(identity, VectorQuery("acme", QUESTION), CLI_INTERFACE)
+        with pytest.raises(KeyboardInterrupt):
+            AuditedAnalysis(queries).summarize(identity, SummaryRequest("acme", "finance/q3-results.md"), CLI_INTERFACE)
+    finally:
+        app.close()
+    rows = _audit(data_dir, "carol")
+    assert [(r.query_class, r.outcome, r.interface) for r in rows] == [
+        ("vector", "CANCELLED", "cli"),
+        ("summary", "CANCELLED", "cli"),
+    ]
+    assert _history(data_dir, "carol") == []  # an answer its caller interrupted is not kept as answered

@@ -138,3 +138,36 @@ def test_a_unary_comparison_past_its_deadline_is_audited_so_and_not_kept(
     _past_the_servers_deadline()
     model.release.set()
     _unanswered(world[0], "alice", "comparison", "DEADLINE_EXCEEDED")
+
+
+def _query_stub(world: Any, stubs: Stubs, user: str) -> tuple[Any, Any, tuple[tuple[str, str]]]:
+    stub = stubs.query_grpc.QueryServiceStub(grpc.insecure_channel(world[1].channel_target))
+    return stub, stubs.query, bearer(world[0], user)
+
+
+def test_a_cancelled_unary_question_is_audited_cancelled_and_not_kept(
+    world: Any, stubs: Stubs, model: HeldModel
+) -> None:
+    stub, m, metadata = _query_stub(world, stubs, "dave")
+    request = m.VectorQueryRequest(store_id=STORE, question="How many vacation days do I get?", level=0)
+    call = stub.VectorQuery.future(request, metadata=metadata, timeout=60)
+    assert model.called.wait(30)
+    call.cancel()
+    time.sleep(0.3)  # the cancel's way to the server (an answer finished before it arrives is one nobody saw)
+    model.release.set()  # the model fails: the extractive answer would be written for nobody
+    with pytest.raises(grpc.FutureCancelledError):
+        call.result()
+    _unanswered(world[0], "dave", "vector", "CANCELLED")
+
+
+def test_a_unary_question_past_its_deadline_is_audited_so_and_not_kept(
+    world: Any, stubs: Stubs, model: HeldModel
+) -> None:
+    stub, m, metadata = _query_stub(world, stubs, "erin")
+    request = m.VectorQueryRequest(store_id=STORE, question="How many vacation days do I get?", level=0)
+    with pytest.raises(grpc.RpcError) as info:
+        stub.VectorQuery(request, metadata=metadata, timeout=1.5)
+    assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    _past_the_servers_deadline()
+    model.release.set()
+    _unanswered(world[0], "erin", "vector", "DEADLINE_EXCEEDED")

@@ -9,7 +9,7 @@ from typing import Any
 import grpc
 
 from acl.errors import InvalidArgument
-from service.api.grpc.context import Services, check_deadline, rpc
+from service.api.grpc.context import Services, call_cancellation, check_deadline, rpc
 from service.api.grpc.filters import query_filter
 from service.api.grpc.streaming import streamed_answer
 from service.domain.queries import (
@@ -126,9 +126,8 @@ class QueryServicer:
     def _ask(self, query: Query, context: grpc.ServicerContext) -> Answer:
         identity = self.services.identity(context)
         check_deadline(context)
-        answer = self.services.queries.ask(identity, query, "grpc")
-        check_deadline(context)
-        return answer
+        # The work stops when the call ends (cancelled, or past its deadline): audited so, not kept as answered.
+        return self.services.queries.ask(identity, query, "grpc", cancel=call_cancellation(context))
 
     def _stream(self, query: Query, context: grpc.ServicerContext) -> Iterator[Any]:
         """Answer text first, as the generator produces it, then each scored source, each document's

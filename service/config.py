@@ -392,7 +392,8 @@ class AnalysisConfig(_Section):
     #: Sentences an extractive summary ranks at most (its similarity graph holds this many squared × 8 bytes:
     #: 32 MB at 2,000, 800 MB at the most allowed).
     max_sentences: int = Field(2000, ge=50, le=10_000)
-    #: Chunks of each document a comparison aligns into topics at most.
+    #: Chunks of each document a comparison aligns into topics, and a language model's summary reads (its map
+    #: and reduce calls, prompts and memory), at most.
     max_chunks: int = Field(400, ge=10, le=10_000)
 
 

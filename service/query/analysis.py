@@ -61,7 +61,9 @@ class Analysis:
         length = parse_length(request.length)
         ctx = QueryContext(store, "", None, principals)
         with _model_errors(store):
-            return self._summarizing.summarize(ctx, document_id, length, on_text, cancel, limits.max_sentences)
+            return self._summarizing.summarize(
+                ctx, document_id, length, on_text, cancel, limits.max_sentences, limits.max_compared_chunks
+            )
 
     def compare(
         self,

@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 
 from acl.errors import GeneratorUnavailable
 from indexer.index import ChunkRecord
-from service.domain.analysis import Summary, SummaryLength, SummarySection, long_document
+from service.domain.analysis import Summary, SummaryLength, SummarySection, evenly, long_document
+from service.domain.limits import Limits
 from service.domain.queries import group_by_document
 from service.domain.source_links import source_link
 from service.generation.boilerplate import boilerplate_section
@@ -63,9 +64,11 @@ class Summarizing:
         on_text: Callable[[str], None] | None = None,
         cancel: Cancellation | None = None,
         max_sentences: int = MAX_SENTENCES,
+        max_chunks: int = Limits().max_compared_chunks,
     ) -> Summary:
-        """``max_sentences``: the most sentences an extractive summary ranks (a longer document is sampled, and
-        the summary says so)."""
+        """``max_sentences``: the most sentences an extractive summary ranks; ``max_chunks``: the most chunks a
+        language model's summary reads (each bounds its own path: a longer document is sampled evenly, in order,
+        and the summary says so)."""
         chunks = readable_chunks(self._retrieval, ctx, document_id)
         check = None if cancel is None else cancel.check
         if check is not None:
@@ -82,8 +85,12 @@ class Summarizing:
             method, extractive = "extractive", True
         else:
             title, uri = chunks[0].title, chunks[0].source_uri
+            read = parts
+            if len(chunks) > max_chunks:  # the model's calls, prompts and memory stay bounded: a sample, in order
+                read = sections([chunks[i] for i in evenly(len(chunks), max_chunks)])
+                warnings.append(long_document(max_chunks, len(chunks), "chunks"))
             try:
-                written = MapReduce(calls, document_id, title, uri).summarize(parts, length, on_text)
+                written = MapReduce(calls, document_id, title, uri).summarize(read, length, on_text)
             except GeneratorUnavailable as exc:  # the caller still gets a summary: the quoted one, and why
                 log.warning("summary of %s: the language model failed: %s", document_id, exc.message)
                 error = exc.message
@@ -91,6 +98,7 @@ class Summarizing:
                 method, extractive = "extractive", True
             else:
                 text, own, method, extractive = written.text, written.section_summaries, written.method, False
+                parts = read  # its citations number the sections it read
                 warnings.extend(calls.warnings())
             ctx.clock.lap("generate")
         if extractive:

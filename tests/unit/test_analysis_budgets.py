@@ -156,3 +156,29 @@ def test_a_summary_and_a_comparison_stop_at_the_check_after_their_deadline(check
         with pytest.raises(DeadlineExceeded):
             run(Cancellation(checks + 0.5, ticks))
         assert ticks.reads == checks + 1  # the work checked between its pieces, and stopped at the first late one
+
+
+def test_a_language_models_summary_of_a_long_document_reads_an_even_sample_of_its_chunks() -> None:
+    from tests.fakes_service import RecordingGenerator
+    from tests.unit.engine_world import make_world
+
+    generator = RecordingGenerator(context_tokens=2000)
+    world = make_world(context_tokens=2000)
+    paragraphs = _long_document(world, "long", 120_000, 400, seed=5)
+    budget = 40
+    assert len(paragraphs) > 4 * budget
+    world.engine = QueryEngine(
+        repository=world.repo,
+        index=world.index,
+        embedder_for=lambda _: world.embedder,
+        generator=generator,
+        limits=Limits(max_compared_chunks=budget),
+    )
+    summary = world.engine.summarize(ALICE, SummaryRequest(STORE, "long", "short"))
+    assert summary.llm_called and not summary.extractive
+    assert f"the document is long: {budget} of {len(paragraphs)} chunks were considered" in summary.warnings
+    sampled = {paragraphs[i] for i in evenly(len(paragraphs), budget)}
+    shown = "\n\n".join(c.text for p in generator.prompts for c in p.chunks if p.question.startswith("Summarise"))
+    read = [p for p in paragraphs if p in shown]
+    assert read and set(read) <= sampled  # no chunk outside the sample reached the model
+    assert sum(len(c.chunk_ids) for c in summary.sections) == budget  # the sections are the ones it read

@@ -222,3 +222,23 @@ def test_streaming_hands_each_piece_over_before_the_answer(world: World) -> None
     assert pieces[:2] == ["Revenue ", "was "] and "".join(pieces) == "Revenue was 48 million [1]"
     assert answer.answer == "Revenue was 48 million [1]"
     assert all(c.document_id in {"q3.md", "vacation.md"} for p in generator.prompts for c in p.chunks)
+
+
+def test_whole_documents_past_any_context_are_refused_before_the_rest_are_read() -> None:
+    w = make_world(context_tokens=600)
+    paragraphs = [f"Paragraph {i} about vacation planning and rest days. " * 6 for i in range(40)]
+    names = tuple(f"d{i}.md" for i in range(12))
+    for name in names:
+        w.add(name, paragraphs, EVERYONE)  # each about 13,000 characters: the first alone is past 8 x 472 tokens
+    retrieval = w.engine._retrieval  # counting the whole texts the query reads
+    read: list[str] = []
+    whole = retrieval.whole_document
+
+    def counted(ctx: object, document_id: str, score: float) -> object:
+        read.append(document_id)
+        return whole(ctx, document_id, score)  # type: ignore[arg-type]
+
+    retrieval.whole_document = counted  # type: ignore[method-assign]
+    with pytest.raises(InvalidArgument, match=r"these 12 documents exceed the language model's context budget"):
+        w.ask("bob", MultiDocumentQuery(STORE, "vacation", names, 0, -1))
+    assert len(read) == 1  # not twelve whole texts held at once to find out

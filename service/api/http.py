@@ -63,7 +63,7 @@ class _DocQAGraphQL(GraphQL[RequestContext, None]):
 
     async def get_context(self, request: Any, response: Any) -> RequestContext:
         known = verified_identity(request)  # verified already by the rate limiter
-        return RequestContext(self._services, request.headers.get("authorization"), [known] if known else [])
+        return RequestContext.of(self._services, request, known)
 
     async def execute_operation(
         self,

@@ -171,3 +171,47 @@ def test_a_unary_question_past_its_deadline_is_audited_so_and_not_kept(
     _past_the_servers_deadline()
     model.release.set()
     _unanswered(world[0], "erin", "vector", "DEADLINE_EXCEEDED")
+
+
+def _hang_up_mid_request(url: str, token: str, query: str) -> Any:
+    """POST a GraphQL ``query`` over a raw socket, then close the connection without reading the reply."""
+    import json
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    body = json.dumps({"query": query}).encode()
+    head = (
+        f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\n"
+        f"Authorization: Bearer {token}\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    client = socket.create_connection((parts.hostname, parts.port), timeout=10)
+    client.sendall(head + body)
+    return client
+
+
+@pytest.mark.parametrize(
+    ("user", "query", "query_class"),
+    [
+        (
+            "dave",
+            '{ vectorQuery(storeId: "acme", question: "Vacation days?", level: 0) { answer } }',
+            "vector",
+        ),
+        ("erin", '{ summarizeDocument(storeId: "acme", documentId: "handbook") { summary } }', "summary"),
+    ],
+)
+def test_a_graphql_request_whose_client_hangs_up_is_audited_cancelled_and_not_kept(
+    world: Any, model: HeldModel, user: str, query: str, query_class: str
+) -> None:
+    from tests.integration.server_world import token
+
+    user = f"{user}-http"
+    client = _hang_up_mid_request(world[1].graphql_url, token(world[0], user), query)
+    assert model.called.wait(30)
+    client.close()  # the client hangs up while the model is still writing
+    time.sleep(1.0)  # the server looks every 0.25 s
+    model.release.set()  # the model fails: the extractive answer would be written for nobody
+    row = _row(world[0], user)
+    assert (row.query_class, row.outcome, row.interface) == (query_class, "CANCELLED", "graphql")
+    assert world[0].history.page(Caller(user), 10).entries == ()

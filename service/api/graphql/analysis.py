@@ -13,6 +13,7 @@ from service.api.audit import AuditedQueries
 from service.api.audited_analysis import AuditedAnalysis
 from service.api.graphql.results import Chunk, SourceDocument, Timing
 from service.domain.analysis import Comparison, ComparisonRequest, Summary, SummaryRequest
+from service.query.cancellation import Cancellation
 from service.security.tokens import Identity
 
 
@@ -110,11 +111,15 @@ def _presented(result: Summary | Comparison) -> dict[str, object]:
 
 
 def summarize_document(
-    queries: AuditedQueries, identity: Identity, store_id: str, document_id: str, length: SummaryLength | None
+    queries: AuditedQueries,
+    identity: Identity,
+    store_id: str,
+    document_id: str,
+    length: SummaryLength | None,
+    cancel: Cancellation | None = None,
 ) -> SummaryResult:
-    summary = AuditedAnalysis(queries).summarize(
-        identity, SummaryRequest(store_id, document_id, None if length is None else length.value), "graphql"
-    )
+    request = SummaryRequest(store_id, document_id, None if length is None else length.value)
+    summary = AuditedAnalysis(queries).summarize(identity, request, "graphql", cancel=cancel)
     fields = summary.to_dict()
     sections = [SummarySection(**s.to_dict()) for s in summary.sections]
     kept = {
@@ -126,12 +131,15 @@ def summarize_document(
 
 
 def compare_documents(
-    queries: AuditedQueries, identity: Identity, store_id: str, document_ids: list[str], question: str | None
+    queries: AuditedQueries,
+    identity: Identity,
+    store_id: str,
+    document_ids: list[str],
+    question: str | None,
+    cancel: Cancellation | None = None,
 ) -> ComparisonResult:
-
-    comparison = AuditedAnalysis(queries).compare(
-        identity, ComparisonRequest(store_id, tuple(document_ids), question), "graphql"
-    )
+    request = ComparisonRequest(store_id, tuple(document_ids), question)
+    comparison = AuditedAnalysis(queries).compare(identity, request, "graphql", cancel=cancel)
     topics = [
         ComparisonTopic(
             label=t.label,

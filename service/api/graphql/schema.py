@@ -11,7 +11,7 @@ import asyncio
 import contextvars
 import functools
 import logging
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -60,6 +60,7 @@ from service.bootstrap import App
 from service.domain.queries import DocumentQuery, MultiDocumentQuery, VectorQuery
 from service.observability.metrics import Metrics
 from service.persistence.ports import AuditRecord
+from service.query.cancellation import Cancellation
 from service.security.tokens import Authenticator, Identity
 
 log = logging.getLogger("docqa.graphql")
@@ -94,6 +95,16 @@ class RequestContext:
     services: GraphQLServices
     authorization: str | None
     _identity: list[Identity] = field(default_factory=list)
+    #: Whether the client has hung up (Starlette's ``Request.is_disconnected``); None: not watched.
+    disconnected: Callable[[], Awaitable[bool]] | None = None
+    #: Set when the client hangs up mid-request: the query, summary or comparison stops at its next check, is
+    #: audited CANCELLED and not kept in history.
+    cancel: Cancellation = field(default_factory=Cancellation)
+
+    @classmethod
+    def of(cls, services: GraphQLServices, request: Any, known: Identity | None) -> RequestContext:
+        """The context of an HTTP ``request`` (``known``: the identity the rate limiter verified already)."""
+        return cls(services, request.headers.get("authorization"), [known] if known else [], request.is_disconnected)
 
     def identity(self) -> Identity:
         if not self._identity:
@@ -101,12 +112,31 @@ class RequestContext:
         return self._identity[0]
 
 
+#: How often a running request looks whether its client is still there (seconds).
+DISCONNECT_POLL_S = 0.25
+
+
+async def _while_connected(context: RequestContext, work: asyncio.Future[T]) -> T:
+    """``work``'s result; a client that hangs up first has the request's cancellation set, so the work stops
+    at its next check (within a second) instead of running on for nobody."""
+    while context.disconnected is not None:
+        done, _ = await asyncio.wait({work}, timeout=DISCONNECT_POLL_S)
+        if done:
+            break
+        if await context.disconnected():
+            context.cancel.cancel()
+            break
+    return await work
+
+
 async def _run(info: Info[RequestContext, None], name: str, work: Callable[[RequestContext], T]) -> T:
     """Run blocking work off the event loop and count the call by outcome."""
     context = info.context
     call = functools.partial(contextvars.copy_context().run, work, context)  # as asyncio.to_thread does
     try:
-        result = await asyncio.get_running_loop().run_in_executor(context.services.resolvers, call)
+        result = await _while_connected(
+            context, asyncio.get_running_loop().run_in_executor(context.services.resolvers, call)
+        )
     except Exception as exc:
         context.services.metrics.requests.labels("graphql", name, mapping_for(exc).grpc_status).inc()
         raise
@@ -218,7 +248,7 @@ def _summary(context: RequestContext, store_id: str) -> StoreSummary:
 
 
 def _ask(context: RequestContext, query: VectorQuery | MultiDocumentQuery | DocumentQuery) -> QueryResult:
-    return QueryResult.of(context.services.queries.ask(context.identity(), query, "graphql"))
+    return QueryResult.of(context.services.queries.ask(context.identity(), query, "graphql", cancel=context.cancel))
 
 
 def _set(context: RequestContext, store_id: str, changes: dict[str, Any]) -> StoreSettings:
@@ -317,7 +347,7 @@ class Query:
         return await _run(
             info,
             "summarizeDocument",
-            lambda c: summarize_document(c.services.queries, c.identity(), store_id, document_id, length),
+            lambda c: summarize_document(c.services.queries, c.identity(), store_id, document_id, length, c.cancel),
         )
 
     @strawberry.field(
@@ -330,7 +360,7 @@ class Query:
         return await _run(
             info,
             "compareDocuments",
-            lambda c: compare_documents(c.services.queries, c.identity(), store_id, document_ids, question),
+            lambda c: compare_documents(c.services.queries, c.identity(), store_id, document_ids, question, c.cancel),
         )
 
     @strawberry.field(description="The stores where the caller may read a document, with counts of what they may read.")

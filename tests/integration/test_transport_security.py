@@ -182,5 +182,10 @@ def test_metrics_port_wants_its_token_and_counts_nothing_a_caller_could_not_read
     assert 'docqa_requests_total{code="OK",interface="grpc",method="VectorQuery"}' in text
     # (prometheus_client also writes a `<name>_created` timestamp beside each family.)
     families = {family.name.removesuffix("_created") for family in text_string_to_metric_families(text)}
-    assert families == {"docqa_requests", "docqa_query_latency_seconds", "docqa_llm_latency_seconds"}
+    assert families == {
+        "docqa_requests",
+        "docqa_query_latency_seconds",
+        "docqa_llm_latency_seconds",
+        "docqa_rate_limit_store_failures",  # calls decided without the shared rate-limit store: no caller's data
+    }
     assert "dropped" not in text.lower()

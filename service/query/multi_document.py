@@ -37,18 +37,18 @@ def multi_document_scope(
     vector = retrieval.embed(ctx)
     best = retrieval.search(ctx, None, documents, lambda reads, n: reads.best_of_each(vector, n, within))
     ranked = []
-    characters, ceiling = 0, retrieval.whole_budget() * 8  # more characters than any context's tokens hold
+    characters = 0
     for h in best:
         if threshold is not None and h.score < threshold:
             continue
         ranked.append(retrieval.whole_document(ctx, h.chunk.document_id, h.score))
         characters += len(ranked[-1].chunk.text)
-        if characters > ceiling:  # refused before the rest is read: memory stays within one context's worth
+        if retrieval.past_any_context(characters):  # refused before the rest are read (``fits`` says no below)
             break
-    if characters > ceiling or not retrieval.fits(ctx.store, [h.chunk.text for h in ranked]):
+    if not retrieval.fits(ctx.store, [h.chunk.text for h in ranked]):
         # Whole documents are bounded like one document is: by the model's context.
         raise InvalidArgument(
-            f"the whole texts of these {len(document_ids)} documents exceed the language model's context "
+            f"the whole texts of these {documents} documents exceed the language model's context "
             f"budget of {retrieval.whole_budget()} tokens: ask for max_chunks between 1 and "
             f"{limits.max_k}, or name fewer documents"
         )

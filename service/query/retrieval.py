@@ -24,6 +24,9 @@ from service.ranking.port import Reranker
 #: Tokens kept free for the template, the question and the answer when a
 #: whole document is sent.
 PROMPT_RESERVE_TOKENS = 512
+#: Characters per token no tokenizer exceeds in practice: whole texts longer than this many per token of the
+#: budget are refused without counting their tokens.
+MAX_CHARS_PER_TOKEN = 8
 #: Fused candidates a search keeps (at least k): what a reranking step chooses from.
 CANDIDATES = 30
 #: The most hits one search asks the index for.
@@ -228,13 +231,18 @@ class Retrieval:
         """Tokens whole documents may take: the generator's context less room for the prompt."""
         return max(self._context_tokens() - PROMPT_RESERVE_TOKENS, 0)
 
+    def past_any_context(self, characters: int) -> bool:
+        """Whether whole texts of ``characters`` characters cannot fit however they tokenize (more than
+        ``MAX_CHARS_PER_TOKEN`` characters per token of the budget): refused without counting tokens."""
+        return characters > self.whole_budget() * MAX_CHARS_PER_TOKEN
+
     def fits(self, store: Store, texts: Sequence[str]) -> bool:
         """Whether whole documents, together, fit the generator's context with room for the prompt."""
         budget = self.whole_budget()
         characters = sum(len(t) for t in texts)
         if characters <= budget:  # never more tokens than characters
             return True
-        if characters > budget * 8:
+        if self.past_any_context(characters):
             return False
         tokenizer = self._embedder_for(store.embedding_model).tokenizer
         used = 0

@@ -55,9 +55,23 @@ def _question_answered(call: Call) -> bool:
     return call.action in ("ask", "stream")
 
 
-def _met(faults: list[Any]) -> int:
-    """Requests the faults met (each counts down from UNTIL_HEALED)."""
-    return sum(UNTIL_HEALED - f.times for f in faults)
+def _failing(
+    soak: Soak, kind: str, inject: Callable[[], list[Any]], heal: Callable[[], None]
+) -> tuple[int, list[int], float, float, list[str]]:
+    """The stand-in failing for DEPENDENCY_S (``inject`` until ``heal``), /readyz asked half-way: the requests
+    the faults met (each counts down from UNTIL_HEALED), the /readyz states seen, its start and end, and the
+    violation of a fault no request met."""
+    started = time.monotonic()
+    try:
+        faults = inject()
+        time.sleep(DEPENDENCY_S / 2)
+        states = sorted({r.ready() for r in soak.replicas})
+        time.sleep(DEPENDENCY_S / 2)
+    finally:
+        heal()
+    ended = time.monotonic()
+    met = sum(UNTIL_HEALED - f.times for f in faults)
+    return met, states, started, ended, [] if met else [f"{kind}: no request met the fault (not injected)"]
 
 
 def _ready_after(soak: Soak, kind: str) -> list[str]:
@@ -71,24 +85,16 @@ def _watsonx(
     def fault(soak: Soak) -> dict[str, Any]:
         standin = soak.standins.watsonx
         assert standin is not None
-        started = time.monotonic()
-        try:
-            faults = [standin.fail(path, times=UNTIL_HEALED, **how) for path in paths]
-            time.sleep(DEPENDENCY_S / 2)
-            states = sorted({r.ready() for r in soak.replicas})
-            time.sleep(DEPENDENCY_S / 2)
-        finally:
-            standin.heal()
-        ended = time.monotonic()
-        met = _met(faults)
-        bad = [] if met else [f"{kind}: no request met the fault (not injected)"]
+        met, states, started, ended, bad = _failing(
+            soak, kind, lambda: [standin.fail(path, times=UNTIL_HEALED, **how) for path in paths], standin.heal
+        )
         recovery = recovered(soak, ended, success=success)
         bad += _ready_after(soak, kind)
         with soak._lock:
-            window = [c for c in soak.calls if started <= c.at <= ended and c.action in ("ask", "stream")]
-        degraded = sum(c.unanswered for c in window)
+            asked = [c for c in soak.calls if started <= c.at <= ended and c.action in ("ask", "stream")]
+        degraded = sum(c.unanswered for c in asked)
         note = (
-            f"{met} model requests failed over {DEPENDENCY_S:.0f} s; {degraded} of {len(window)} questions asked"
+            f"{met} model requests failed over {DEPENDENCY_S:.0f} s; {degraded} of {len(asked)} questions asked"
             f" meanwhile answered with their sources only; /readyz {states}"
         )
         return result(kind, started, ended, recovery, note, bad)
@@ -100,17 +106,9 @@ def _opensearch(kind: str, **how: Any) -> Callable[[Soak], dict[str, Any]]:
     def fault(soak: Soak) -> dict[str, Any]:
         fake = soak.standins.opensearch
         assert fake is not None
-        started = time.monotonic()
-        try:
-            taken = fake.fail("", times=UNTIL_HEALED, **how)
-            time.sleep(DEPENDENCY_S / 2)
-            states = sorted({r.ready() for r in soak.replicas})
-            time.sleep(DEPENDENCY_S / 2)
-        finally:
-            fake.heal()
-        ended = time.monotonic()
-        met = _met([taken])
-        bad = [] if met else [f"{kind}: no request met the fault (not injected)"]
+        met, states, started, ended, bad = _failing(
+            soak, kind, lambda: [fake.fail("", times=UNTIL_HEALED, **how)], fake.heal
+        )
         if states != [503]:
             bad.append(f"{kind}: /readyz answered {states} while OpenSearch failed")
         recovery = recovered(soak, ended, success=_question_answered)

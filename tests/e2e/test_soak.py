@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,18 +27,26 @@ def clean_env() -> dict[str, str]:
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
-def test_a_short_soak_keeps_every_invariant(tmp_path: Path) -> None:
+def soak(tmp_path: Path, *args: str) -> dict[str, Any]:
+    """The report of ``python -m bench.soak ARGS`` (two client threads), which must exit 0; a skip without a
+    PostgreSQL server of the soak's own."""
     ok, why = Cluster.available()
     if not ok:
         pytest.skip(f"the soak needs a PostgreSQL server of its own: {why}")
     report_file = tmp_path / "soak.json"
     done = subprocess.run(
-        [sys.executable, "-m", "bench.soak", "--minutes", "1.5", "--fault-every", "20", "--clients", "2",
-         "--faults", "postgres-down,replica-kill,postgres-slow", "--json", str(report_file)],
+        [sys.executable, "-m", "bench.soak", "--clients", "2", *args, "--json", str(report_file)],
         cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=1200,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    report = json.loads(report_file.read_text())
+    report: dict[str, Any] = json.loads(report_file.read_text())
+    return report
+
+
+def test_a_short_soak_keeps_every_invariant(tmp_path: Path) -> None:
+    report = soak(
+        tmp_path, "--minutes", "1.5", "--fault-every", "20", "--faults", "postgres-down,replica-kill,postgres-slow"
+    )
     assert report["violations"] == []
     assert report["faults_by_kind"].get("postgres-down") == 1
     assert report["served"] > 0 and all(f["recovery_s"] is not None for f in report["faults"])
@@ -45,18 +54,10 @@ def test_a_short_soak_keeps_every_invariant(tmp_path: Path) -> None:
 
 
 def test_a_short_soak_with_a_failing_language_model_and_opensearch_keeps_every_invariant(tmp_path: Path) -> None:
-    ok, why = Cluster.available()
-    if not ok:
-        pytest.skip(f"the soak needs a PostgreSQL server of its own: {why}")
-    report_file = tmp_path / "soak.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.soak", "--minutes", "0.25", "--fault-every", "2", "--clients", "2",
-         "--llm", "watsonx-standin", "--index", "opensearch-fake", "--faults", "watsonx,opensearch", "--each-once",
-         "--json", str(report_file)],
-        cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=1200,
+    report = soak(
+        tmp_path, "--minutes", "0.25", "--fault-every", "2", "--llm", "watsonx-standin", "--index", "opensearch-fake",
+        "--faults", "watsonx,opensearch", "--each-once",
     )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    report = json.loads(report_file.read_text())
     assert report["violations"] == [] and report["skipped"] == {}
     kinds = ["watsonx-429", "watsonx-500", "watsonx-hang", "watsonx-cut"]
     kinds += ["opensearch-429", "opensearch-503", "opensearch-hang", "opensearch-drop"]

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from bench.provenance import record
 from service.generation.extractive import ExtractiveGenerator
-from service.generation.port import ContextChunk, Generator, Prompt
+from service.generation.port import Generator
+from service.generation.prompt import ContextChunk, Prompt
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the repository root, for tests.answer_cases

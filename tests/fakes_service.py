@@ -11,7 +11,8 @@ import numpy.typing as npt
 
 from indexer.embedder import Embedder, Tokenizer
 from service.generation.extractive import content_terms
-from service.generation.port import Completion, Generator, Prompt
+from service.generation.port import Completion, Generator
+from service.generation.prompt import Prompt
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 

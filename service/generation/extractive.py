@@ -31,7 +31,8 @@ from itertools import chain
 
 from service.generation.answer_scoring import Evidence, Question, Scorer
 from service.generation.planted import looks_like_instruction
-from service.generation.port import Completion, Generator, Prompt
+from service.generation.port import Completion, Generator
+from service.generation.prompt import Prompt
 from service.generation.quote_spans import boilerplate, build_quote, orphan, quotable
 from service.generation.quotes import Candidate, Quote
 from service.generation.text_units import split_sentences, split_units

@@ -1,4 +1,4 @@
-"""The generator port: what the LLM is given and what it gives back."""
+"""The generator port: a language model turns a ``Prompt`` (``service.generation.prompt``) into a ``Completion``."""
 
 from __future__ import annotations
 
@@ -6,53 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from service.generation.prompt_text import new_boundary, render_prompt, render_system, render_user
-from service.generation.turns import EarlierTurn
-
-
-@dataclass(frozen=True, slots=True)
-class ContextChunk:
-    """One source the generator may use, with the number it is cited by."""
-
-    citation: int
-    document_id: str
-    title: str
-    text: str
-    score: float | None
-    #: The document's address; the one place besides an allow-list an answer may link to.
-    source_uri: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Prompt:
-    """A question, its context chunks (best first) and the store's template.
-
-    The chunks are quoted material: ``render`` delimits each one with a tag
-    named by ``boundary`` (random per prompt) and keeps DocQA's own
-    instructions outside them (``service.generation.prompt_text``).
-    """
-
-    question: str
-    chunks: tuple[ContextChunk, ...]
-    template: str
-    model_id: str
-    boundary: str = field(default_factory=new_boundary)
-    #: Earlier turns of the conversation (question and answer text only), quoted before the template.
-    earlier: tuple[EarlierTurn, ...] = ()
-    #: The store's embedding model (an extractive answer may compare meanings with it); "" = unknown.
-    embedding_model: str = ""
-
-    def render(self) -> str:
-        """The text a language model is sent: system instructions, then the template filled in."""
-        return render_prompt(self)
-
-    def system_text(self) -> str:
-        """DocQA's instructions alone (a chat model's system message)."""
-        return render_system(self)
-
-    def user_text(self) -> str:
-        """The template with the delimited documents and the question (a chat model's user message)."""
-        return render_user(self)
+from service.generation.prompt import Prompt
 
 
 @dataclass(frozen=True, slots=True)

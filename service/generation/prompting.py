@@ -15,8 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 
-from service.generation.port import ContextChunk, Prompt
-from service.generation.prompt_text import render_chunk
+from service.generation.prompt import ContextChunk, Prompt, render_chunk
 
 _PIECE = re.compile(r"\w+|[^\w\s]")
 #: Characters of a word that one token covers at least, for the estimate below.

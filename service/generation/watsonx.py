@@ -21,7 +21,8 @@ from typing import Any
 from acl.errors import ConfigurationError, GeneratorUnavailable
 from service.config import Settings, WatsonxConfig
 from service.generation.extractive import EXTRACTIVE_MODEL_ID
-from service.generation.port import Completion, Generator, Prompt
+from service.generation.port import Completion, Generator
+from service.generation.prompt import Prompt
 from service.generation.prompting import TokenBudget, estimate_tokens
 from service.generation.watsonx_client import WatsonxConnection
 

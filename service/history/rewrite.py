@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from acl.errors import DocQAError
-from service.generation.port import ContextChunk, Generator, Prompt
+from service.generation.port import Generator
+from service.generation.prompt import ContextChunk, Prompt
 
 log = logging.getLogger("docqa.history")
 

@@ -25,7 +25,8 @@ from service.domain.threshold import Threshold
 from service.generation.citations import check_citations
 from service.generation.inert import inert_quotes
 from service.generation.link_policy import LinkPolicy
-from service.generation.port import Completion, ContextChunk, Generator, Prompt
+from service.generation.port import Completion, Generator
+from service.generation.prompt import ContextChunk, Prompt
 from service.generation.prompting import Budgeted, estimate_tokens, fit_prompt
 from service.generation.sanitize import sanitize_answer, sanitized_stream, verbatim_stream
 from service.generation.turns import TURNS_SHARE, EarlierTurn, fit_turns

@@ -24,7 +24,8 @@ from service.domain.limits import Limits
 from service.domain.queries import group_by_document
 from service.generation.boilerplate import boilerplate_section
 from service.generation.extractive import ExtractiveGenerator
-from service.generation.port import ContextChunk, Generator
+from service.generation.port import Generator
+from service.generation.prompt import ContextChunk
 from service.generation.topic_alignment import AlignedTopic, Matrix, align, rank, statement
 from service.query.answering import source_chunk
 from service.query.cancellation import Cancellation

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from service.generation.citations import CitationCheck, check_citations
 from service.generation.inert import inert_quotes
 from service.generation.link_policy import LinkPolicy
-from service.generation.port import ContextChunk, Generator, Prompt
+from service.generation.port import Generator
+from service.generation.prompt import ContextChunk, Prompt
 from service.generation.prompting import Budgeted, estimate_tokens
 from service.generation.sanitize import sanitize_answer, sanitized_stream, verbatim_stream
 from service.query.cancellation import Cancellation

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from service.domain.analysis import SummaryLength
-from service.generation.port import ContextChunk
+from service.generation.prompt import ContextChunk
 from service.query.llm_calls import LlmCalls
 from service.query.sections import Section
 

@@ -20,7 +20,8 @@ from service.api.grpc.server import GrpcServer, services_for, start_grpc
 from service.api.http import HttpServer, start_http
 from service.bootstrap import App, build_app
 from service.config import Settings
-from service.generation.port import Completion, Generator, Prompt
+from service.generation.port import Completion, Generator
+from service.generation.prompt import Prompt
 from service.observability.metrics import Metrics
 from service.security.tokens import mint_token
 from tests.fakes_service import FakeEmbedder

@@ -14,7 +14,8 @@ from acl.model import Acl
 from service.api.grpc.stubs import Stubs, load
 from service.bootstrap import App
 from service.domain.queries import Caller
-from service.generation.port import Completion, Prompt
+from service.generation.port import Completion
+from service.generation.prompt import Prompt
 from tests.integration.server_world import (
     DOCUMENTS,
     STORE,

@@ -18,7 +18,8 @@ from acl.errors import GeneratorUnavailable
 from service.api.grpc.stubs import Stubs, load
 from service.bootstrap import App
 from service.domain.queries import Caller
-from service.generation.port import Completion, Generator, Prompt
+from service.generation.port import Completion, Generator
+from service.generation.prompt import Prompt
 from service.persistence.ports import AuditRecord
 from tests.integration.server_world import STORE, Served, bearer, build_world, on_servers
 

@@ -21,7 +21,8 @@ from service.api.grpc.server import GrpcServer, services_for, start_grpc
 from service.api.grpc.stubs import Stubs, load
 from service.api.http import start_http
 from service.bootstrap import App
-from service.generation.port import Completion, Generator, Prompt
+from service.generation.port import Completion, Generator
+from service.generation.prompt import Prompt
 from service.generation.watsonx import WatsonxGenerator
 from service.observability.metrics import Metrics
 from tests.integration.server_world import QUESTION, STORE, bearer, build_world, token

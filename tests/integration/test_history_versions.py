@@ -29,7 +29,7 @@ from service.api.grpc.stubs import Stubs, load
 from service.bootstrap import App
 from service.domain.history import CHANGED_NOTE, WITHHELD_CHANGED, WITHHELD_UNREADABLE
 from service.domain.queries import Caller
-from service.generation.port import Prompt
+from service.generation.prompt import Prompt
 from service.history.recheck import Recheck
 from service.persistence import schema
 from service.persistence.sql_history import SqlHistoryRepository

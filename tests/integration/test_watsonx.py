@@ -18,7 +18,7 @@ from acl.model import Acl
 from service.bootstrap import build_app
 from service.config import GeneratorConfig, Settings, WatsonxConfig, load_settings
 from service.domain.queries import NO_ANSWER_GENERATED, Caller, VectorQuery
-from service.generation.port import ContextChunk, Prompt
+from service.generation.prompt import ContextChunk, Prompt
 from service.generation.watsonx import WatsonxGenerator, check
 from service.query.engine import QueryEngine
 from tests.integration.watsonx_standin import StandIn, count_tokens, make_certificate

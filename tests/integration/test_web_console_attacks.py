@@ -21,7 +21,8 @@ from service.api.grpc.stubs import load
 from service.api.web.pages import STATIC
 from service.bootstrap import build_app
 from service.config import Settings
-from service.generation.port import Completion, Generator, Prompt
+from service.generation.port import Completion, Generator
+from service.generation.prompt import Prompt
 from tests.fakes_service import FakeEmbedder
 from tests.integration.server_world import QUESTION, STORE, SlowGenerator, add_vault, build_world, on_servers, token
 from tests.integration.server_world import bearer as grpc_bearer

@@ -17,8 +17,7 @@ from service.domain.store_settings import (
     validate_prompt_template,
     validate_store_name,
 )
-from service.generation.port import ContextChunk, Prompt
-from service.generation.prompt_text import quote_text, render_chunk
+from service.generation.prompt import ContextChunk, Prompt, quote_text, render_chunk
 
 # ---------------------------------------------------------------------------- prompt templates
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from service.generation.extractive import ExtractiveGenerator
-from service.generation.port import ContextChunk, Prompt
+from service.generation.prompt import ContextChunk, Prompt
 from service.generation.text_units import split_units
 from service.generation.turns import EarlierTurn
 

@@ -12,7 +12,7 @@ from service.api.errors import mapping_for
 from service.api.grpc.context import _address
 from service.config import RateLimit, load_settings
 from service.domain.queries import Caller, VectorQuery
-from service.generation.port import Prompt
+from service.generation.prompt import Prompt
 from service.query.cancellation import Cancellation
 from service.query.engine import QueryEngine
 from service.security.rate_limit import RateLimiter, peer_key

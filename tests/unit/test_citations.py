@@ -13,8 +13,8 @@ from service.domain.queries import NO_ANSWER_GENERATED, Answer, Caller, VectorQu
 from service.domain.store import DEFAULT_PROMPT_TEMPLATE
 from service.generation.citations import check_citations
 from service.generation.extractive import ExtractiveGenerator
-from service.generation.port import Completion, ContextChunk, Generator, Prompt
-from service.generation.prompt_text import SYSTEM_INSTRUCTIONS
+from service.generation.port import Completion, Generator
+from service.generation.prompt import SYSTEM_INSTRUCTIONS, ContextChunk, Prompt
 from service.query.engine import QueryEngine
 from tests.unit.engine_world import STORE, World, make_world
 

@@ -205,7 +205,7 @@ def test_narrow_access_still_fills_k() -> None:
 def test_streaming_hands_each_piece_over_before_the_answer(world: World) -> None:
     from collections.abc import Iterator
 
-    from service.generation.port import Prompt
+    from service.generation.prompt import Prompt
 
     class Streaming(type(world.generator)):  # type: ignore[misc]
         def stream(self, prompt: Prompt) -> Iterator[str]:

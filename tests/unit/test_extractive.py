@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from service.generation.extractive import ExtractiveGenerator, looks_like_instruction, split_sentences
-from service.generation.port import ContextChunk, Prompt
+from service.generation.prompt import ContextChunk, Prompt
 
 
 def prompt(question: str, *texts: str) -> Prompt:

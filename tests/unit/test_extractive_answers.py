@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from service.generation.answer_scoring import Evidence, Question, Scorer
 from service.generation.citations import check_citations
 from service.generation.extractive import ExtractiveGenerator
-from service.generation.port import ContextChunk, Prompt
+from service.generation.prompt import ContextChunk, Prompt
 from service.generation.quotes import dangling
 from service.generation.text_units import split_sentences, split_units
 from tests.answer_cases import CASES, AnswerCase

@@ -5,7 +5,8 @@ history, in an admin's feedback listing, and in the next prompt, at every hop of
 from __future__ import annotations
 
 from service.domain.queries import Caller, VectorQuery
-from service.generation.port import Completion, Prompt
+from service.generation.port import Completion
+from service.generation.prompt import Prompt
 from tests.fakes_service import RecordingGenerator
 from tests.unit.engine_world import STORE
 from tests.unit.history_world import make_history_world

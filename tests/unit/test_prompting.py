@@ -10,7 +10,8 @@ from acl.errors import GeneratorUnavailable
 from acl.model import Acl
 from service.domain.queries import NO_ANSWER_GENERATED, Answer, Caller, VectorQuery
 from service.domain.store import DEFAULT_PROMPT_TEMPLATE
-from service.generation.port import Completion, ContextChunk, Prompt
+from service.generation.port import Completion
+from service.generation.prompt import ContextChunk, Prompt
 from service.generation.prompting import Budgeted, TokenBudget, estimate_tokens, fit_prompt
 from service.query.engine import QueryEngine
 from tests.fakes_service import RecordingGenerator, WordTokenizer

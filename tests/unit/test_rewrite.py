@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.generation.port import Prompt
+from service.generation.prompt import Prompt
 from service.generation.prompting import estimate_tokens
 from service.generation.turns import EarlierTurn, fit_turns, render_turns
 from service.history.rewrite import MAX_CARRIED, content_words, is_follow_up, offline_rewrite, subject

@@ -1,4 +1,4 @@
-"""How a prompt is laid out as text: document text is data, never instructions.
+"""The prompt a language model is given, and how it is laid out as text: document text is data, never instructions.
 
 A prompt has two parts. The **system part** is DocQA's own and fixed: no
 store's template and no document can change it. It says that the documents
@@ -21,13 +21,10 @@ from __future__ import annotations
 import html
 import re
 import secrets
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 from service.domain.store_settings import fill_template
-from service.generation.turns import render_turns
-
-if TYPE_CHECKING:
-    from service.generation.port import ContextChunk, Prompt
+from service.generation.turns import EarlierTurn, render_turns
 
 #: Characters of the random boundary (hex digits).
 BOUNDARY_CHARS = 16
@@ -91,3 +88,48 @@ def render_user(prompt: Prompt) -> str:
 def render_prompt(prompt: Prompt) -> str:
     """The whole text a text-generation model is sent: the system part, then the user part."""
     return f"{render_system(prompt)}\n\n{render_user(prompt)}"
+
+
+@dataclass(frozen=True, slots=True)
+class ContextChunk:
+    """One source the generator may use, with the number it is cited by."""
+
+    citation: int
+    document_id: str
+    title: str
+    text: str
+    score: float | None
+    #: The document's address; the one place besides an allow-list an answer may link to.
+    source_uri: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A question, its context chunks (best first) and the store's template.
+
+    The chunks are quoted material: ``render`` delimits each one with a tag
+    named by ``boundary`` (random per prompt) and keeps DocQA's own
+    instructions outside them (below).
+    """
+
+    question: str
+    chunks: tuple[ContextChunk, ...]
+    template: str
+    model_id: str
+    boundary: str = field(default_factory=new_boundary)
+    #: Earlier turns of the conversation (question and answer text only), quoted before the template.
+    earlier: tuple[EarlierTurn, ...] = ()
+    #: The store's embedding model (an extractive answer may compare meanings with it); "" = unknown.
+    embedding_model: str = ""
+
+    def render(self) -> str:
+        """The text a language model is sent: system instructions, then the template filled in."""
+        return render_prompt(self)
+
+    def system_text(self) -> str:
+        """DocQA's instructions alone (a chat model's system message)."""
+        return render_system(self)
+
+    def user_text(self) -> str:
+        """The template with the delimited documents and the question (a chat model's user message)."""
+        return render_user(self)

@@ -6,20 +6,17 @@ endpoints, for probes and Prometheus); with ``server.metrics_token`` set, /metri
 
 from __future__ import annotations
 
-import asyncio
-import hmac
 import json
 import logging
 import re
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from cross_web import HTTPException
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from strawberry.asgi import GraphQL
@@ -30,8 +27,10 @@ from strawberry.types import ExecutionResult
 from acl.errors import ConfigurationError
 from graphql import GraphQLError, OperationType, get_operation_ast, parse
 from service.api.errors import bounded_message
+from service.api.graphql.context import GraphQLServices, RequestContext
 from service.api.graphql.rate_limit import RateLimitedGraphQL, verified_identity
-from service.api.graphql.schema import GraphQLServices, RequestContext, build_schema, public_error
+from service.api.graphql.schema import build_schema, public_error
+from service.api.operations import build_metrics_app, health_routes, metrics_route
 from service.api.proxy_headers import proxy_options
 from service.api.scim import scim_routes
 from service.api.tls import describe, uvicorn_tls_options
@@ -185,67 +184,6 @@ class _TooLarge(Exception):
     pass
 
 
-class _NotReady(Exception):
-    """A readiness check failed for a reason worth logging (no secrets in it)."""
-
-
-def _health_routes(services: GraphQLServices) -> list[Route]:
-    """/healthz and /livez (the process answers) and /readyz (it can serve queries)."""
-
-    async def live(_: Request) -> Response:
-        return JSONResponse({"status": "ok"})
-
-    def without(problems: Callable[[], list[str]]) -> Callable[[], None]:
-        def check() -> None:
-            if found := problems():
-                raise _NotReady("; ".join(found))
-
-        return check
-
-    async def ready(_: Request) -> Response:
-        """Ready when the settings database, the index, the outside group directory (if any) and the language
-        model answer (one quick attempt each; the model's check is cached for a minute).
-
-        The body names the failing part only; the reason goes to the log, not to whoever probes.
-        """
-        checks: dict[str, Callable[[], object]] = {
-            # Lambdas: building the repository or the index client may itself fail, and must give 503 too.
-            "settings database": lambda: services.app.repository.list_stores(),
-            "index": lambda: services.app.index.ping(),
-            "generator": without(services.app.generator_problems),
-            "group directory": without(services.app.directory_problems),
-        }
-        for name, check in checks.items():
-            try:
-                await asyncio.to_thread(check)
-            except _NotReady as exc:
-                log.warning("not ready: %s: %s", name, exc)
-                return JSONResponse({"status": "unavailable", "failing": name}, status_code=503)
-            except Exception as exc:
-                log.warning("not ready: %s: %s", name, type(exc).__name__)
-                return JSONResponse({"status": "unavailable", "failing": name}, status_code=503)
-        return JSONResponse({"status": "ready"})
-
-    return [Route("/healthz", live), Route("/livez", live), Route("/readyz", ready)]
-
-
-def _metrics_route(services: GraphQLServices) -> Route:
-    """/metrics in Prometheus' text format; only for ``Authorization: Bearer <server.metrics_token>`` when set."""
-    token = services.app.settings.server.metrics_token
-    expected = f"Bearer {token.get_secret_value()}".encode() if token is not None else None
-
-    async def metrics(request: Request) -> Response:
-        if expected is not None:
-            given = request.headers.get("authorization", "").encode("utf-8", "surrogateescape")
-            if not hmac.compare_digest(given, expected):
-                return PlainTextResponse(
-                    "/metrics needs the metrics bearer token", status_code=401, headers={"www-authenticate": "Bearer"}
-                )
-        return Response(services.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
-
-    return Route("/metrics", metrics)
-
-
 def build_http_app(services: GraphQLServices) -> ASGIApp:
     """The ASGI application of the HTTP port (/metrics only when no metrics port is configured)."""
     config = services.app.settings.server
@@ -263,17 +201,12 @@ def build_http_app(services: GraphQLServices) -> ASGIApp:
     limiter = limiter_for(rates, "graphql", services.metrics.rate_limit_store_failures.labels("graphql").inc)
     if limiter is not None:
         graphql = RateLimitedGraphQL(graphql, services.authenticator, limiter, services.metrics)
-    metrics = [_metrics_route(services)] if config.metrics_port is None else []
-    routes = [*_health_routes(services), *metrics, Route("/graphql", graphql, methods=["GET", "POST"])]
+    metrics = [metrics_route(services)] if config.metrics_port is None else []
+    routes = [*health_routes(services), *metrics, Route("/graphql", graphql, methods=["GET", "POST"])]
     app = Starlette(routes=[*routes, *console_routes(services), *scim_routes(services.app)])
     oidc = services.app.settings.web.oidc
     limited = _BodyLimit(app, config.max_message_bytes)
     return SecurityHeaders(limited, connect=() if oidc is None else (oidc.token_origin,))
-
-
-def build_metrics_app(services: GraphQLServices) -> ASGIApp:
-    """The ASGI application of the operations port: /metrics and the health endpoints, nothing of callers'."""
-    return Starlette(routes=[*_health_routes(services), _metrics_route(services)])
 
 
 @dataclass

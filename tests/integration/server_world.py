@@ -14,7 +14,7 @@ import grpc
 from sqlalchemy import event
 
 from acl.model import Acl
-from service.api.graphql.schema import GraphQLServices
+from service.api.graphql.context import GraphQLServices
 from service.api.grpc.context import Services
 from service.api.grpc.server import GrpcServer, services_for, start_grpc
 from service.api.http import HttpServer, start_http

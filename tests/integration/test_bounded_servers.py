@@ -16,7 +16,7 @@ import grpc
 import httpx
 import pytest
 
-from service.api.graphql.schema import GraphQLServices
+from service.api.graphql.context import GraphQLServices
 from service.api.grpc.server import GrpcServer, services_for, start_grpc
 from service.api.grpc.stubs import Stubs, load
 from service.api.http import start_http

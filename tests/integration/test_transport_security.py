@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from acl.model import Acl
 from service.access.state import AccessState
-from service.api.graphql.schema import GraphQLServices
+from service.api.graphql.context import GraphQLServices
 from service.api.grpc.server import GrpcServer, services_for, start_grpc
 from service.api.grpc.stubs import Stubs, load
 from service.api.http import HttpServer, start_http, start_metrics

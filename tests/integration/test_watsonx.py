@@ -486,7 +486,7 @@ def test_readyz_fails_on_a_wrong_model_id_and_logs_why(
 ) -> None:
     from starlette.testclient import TestClient
 
-    from service.api.graphql.schema import GraphQLServices
+    from service.api.graphql.context import GraphQLServices
     from service.api.grpc.server import services_for
     from service.api.http import build_http_app
     from service.observability.metrics import Metrics

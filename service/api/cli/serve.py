@@ -18,7 +18,7 @@ def cmd_serve(args: argparse.Namespace, app: Any) -> int:
     import signal
     import threading
 
-    from service.api.graphql.schema import GraphQLServices
+    from service.api.graphql.context import GraphQLServices
     from service.api.grpc.server import services_for, start_grpc
     from service.api.http import HttpServer, start_http, start_metrics
     from service.observability.metrics import Metrics

@@ -9,15 +9,12 @@ comment are left out.
 from __future__ import annotations
 
 from enum import Enum
-from typing import TYPE_CHECKING
 
 import strawberry
 
+from service.api.graphql.context import RequestContext
 from service.domain.history import Position, ShownEntry
 from service.history.service import FeedbackPage
-
-if TYPE_CHECKING:
-    from service.api.graphql.schema import RequestContext
 
 
 @strawberry.enum(description="A rating of an answer.")

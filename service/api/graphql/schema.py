@@ -7,13 +7,8 @@ carry ``extensions.code`` from the one error table (``service.api.errors``).
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import functools
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, Iterator
 from typing import Any, TypeVar
 
 import strawberry
@@ -23,7 +18,6 @@ from strawberry.types import Info
 from acl.errors import DocQAError
 from graphql import GraphQLError
 from service.access.store_summaries import StoreSummaries, StoreSummary, Viewer
-from service.api.audit import AuditedQueries
 from service.api.errors import bounded_message, for_remote_caller, mapping_for, public_message
 from service.api.graphql import history as past
 from service.api.graphql.access import (
@@ -51,97 +45,16 @@ from service.api.graphql.analysis import (
 )
 from service.api.graphql.calibration import CalibrationReportType, calibrate_store
 from service.api.graphql.console import DocumentInfo, RelevancyPreview, readable_documents, relevancy_preview
+from service.api.graphql.context import RequestContext, run_resolver
 from service.api.graphql.filters import QueryFilter, metadata_filter
 from service.api.graphql.results import QueryResult, Timing
 from service.api.graphql.streaming import AnswerEvent, answer_events, stream_query
 from service.api.graphql.validation_cache import ValidQueries
-from service.api.stream_pool import StreamPool
-from service.bootstrap import App
 from service.domain.queries import DocumentQuery, MultiDocumentQuery, VectorQuery
-from service.observability.metrics import Metrics
 from service.persistence.ports import AuditRecord
-from service.query.cancellation import Cancellation
-from service.security.tokens import Authenticator, Identity
 
 log = logging.getLogger("docqa.graphql")
 T = TypeVar("T")
-
-
-@dataclass
-class GraphQLServices:
-    app: App
-    authenticator: Authenticator
-    queries: AuditedQueries
-    metrics: Metrics
-    #: The server's stream pool, shared with gRPC (``docqa serve`` passes its own); None: a pool of
-    #: ``limits.max_streams`` workers for this HTTP app alone.
-    streams: StreamPool | None = None
-    #: Where ``askStream`` answers are generated: at most ``limits.max_streams`` at once per pool.
-    stream_pool: StreamPool = field(init=False)
-    #: Where resolvers run (``server.graphql_workers`` threads, started as needed): not asyncio's default
-    #: executor, whose min(32, CPUs + 4) threads would cap concurrent questions at 6 on a 2-core machine.
-    resolvers: ThreadPoolExecutor = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.stream_pool = self.streams or StreamPool(self.app.settings.limits.max_streams)
-        workers = self.app.settings.server.graphql_workers
-        self.resolvers = ThreadPoolExecutor(workers, thread_name_prefix="docqa-graphql")
-
-
-@dataclass
-class RequestContext:
-    """Per request: the ``authorization`` header, verified on first use."""
-
-    services: GraphQLServices
-    authorization: str | None
-    _identity: list[Identity] = field(default_factory=list)
-    #: Whether the client has hung up (Starlette's ``Request.is_disconnected``); None: not watched.
-    disconnected: Callable[[], Awaitable[bool]] | None = None
-    #: Set when the client hangs up mid-request: the query, summary or comparison stops at its next check, is
-    #: audited CANCELLED and not kept in history.
-    cancel: Cancellation = field(default_factory=Cancellation)
-
-    @classmethod
-    def of(cls, services: GraphQLServices, request: Any, known: Identity | None) -> RequestContext:
-        """The context of an HTTP ``request`` (``known``: the identity the rate limiter verified already)."""
-        return cls(services, request.headers.get("authorization"), [known] if known else [], request.is_disconnected)
-
-    def identity(self) -> Identity:
-        if not self._identity:
-            self._identity.append(self.services.authenticator.identify(self.authorization))
-        return self._identity[0]
-
-
-#: How often a running request looks whether its client is still there (seconds).
-DISCONNECT_POLL_S = 0.25
-
-
-async def _while_connected(context: RequestContext, work: asyncio.Future[T]) -> T:
-    """``work``'s result; a client that hangs up first has the request's cancellation set, so the work stops
-    at its next check (within a second) instead of running on for nobody."""
-    while context.disconnected is not None:
-        done, _ = await asyncio.wait({work}, timeout=DISCONNECT_POLL_S)
-        if done:
-            break
-        if await context.disconnected():
-            context.cancel.cancel()
-            break
-    return await work
-
-
-async def _run(info: Info[RequestContext, None], name: str, work: Callable[[RequestContext], T]) -> T:
-    """Run blocking work off the event loop and count the call by outcome."""
-    context = info.context
-    call = functools.partial(contextvars.copy_context().run, work, context)  # as asyncio.to_thread does
-    try:
-        result = await _while_connected(
-            context, asyncio.get_running_loop().run_in_executor(context.services.resolvers, call)
-        )
-    except Exception as exc:
-        context.services.metrics.requests.labels("graphql", name, mapping_for(exc).grpc_status).inc()
-        raise
-    context.services.metrics.requests.labels("graphql", name, "OK").inc()
-    return result
 
 
 # ---------------------------------------------------------------------------- types
@@ -271,7 +184,7 @@ class Query:
         filter: QueryFilter | None = None,
         conversation_id: str | None = None,
     ) -> QueryResult:
-        return await _run(
+        return await run_resolver(
             info,
             "vectorQuery",
             lambda c: _ask(
@@ -296,7 +209,7 @@ class Query:
         conversation_id: str | None = None,
     ) -> QueryResult:
         ids = tuple(document_ids)
-        return await _run(
+        return await run_resolver(
             info,
             "multiDocumentQuery",
             lambda c: _ask(
@@ -326,7 +239,7 @@ class Query:
         filter: QueryFilter | None = None,
         conversation_id: str | None = None,
     ) -> QueryResult:
-        return await _run(
+        return await run_resolver(
             info,
             "documentQuery",
             lambda c: _ask(
@@ -344,7 +257,7 @@ class Query:
     async def summarize_document(
         self, info: Info[RequestContext, None], store_id: str, document_id: str, length: SummaryLength | None = None
     ) -> SummaryResult:
-        return await _run(
+        return await run_resolver(
             info,
             "summarizeDocument",
             lambda c: summarize_document(c.services.queries, c.identity(), store_id, document_id, length, c.cancel),
@@ -357,7 +270,7 @@ class Query:
     async def compare_documents(
         self, info: Info[RequestContext, None], store_id: str, document_ids: list[str], question: str | None = None
     ) -> ComparisonResult:
-        return await _run(
+        return await run_resolver(
             info,
             "compareDocuments",
             lambda c: compare_documents(c.services.queries, c.identity(), store_id, document_ids, question, c.cancel),
@@ -369,14 +282,14 @@ class Query:
             listing, viewer = _viewer(context)
             return [StoreSettings.of(s) for s in listing.list(viewer)]
 
-        return await _run(info, "stores", work)
+        return await run_resolver(info, "stores", work)
 
     @strawberry.field(description="One store's settings (NOT_FOUND where the caller may read nothing).")
     async def store(self, info: Info[RequestContext, None], store_id: str) -> StoreSettings:
         def work(context: RequestContext) -> StoreSettings:
             return StoreSettings.of(_summary(context, store_id))
 
-        return await _run(info, "store", work)
+        return await run_resolver(info, "store", work)
 
     @strawberry.field(
         description="Audited queries, newest first: the caller's own; an admin may name a user or see all. since/until "
@@ -394,7 +307,7 @@ class Query:
             records = context.services.queries.entries(context.identity(), user_id, limit, since, until)
             return [AuditEntry.of(r) for r in records]
 
-        return await _run(info, "auditEntries", work)
+        return await run_resolver(info, "auditEntries", work)
 
     @strawberry.field(
         description="The documents of a store the caller may read, by title; search: part of the id or title "
@@ -403,7 +316,7 @@ class Query:
     async def documents(
         self, info: Info[RequestContext, None], store_id: str, search: str | None = None, first: int | None = None
     ) -> list[DocumentInfo]:
-        return await _run(
+        return await run_resolver(
             info, "documents", lambda c: readable_documents(c.services.app, c.identity(), store_id, search, first)
         )
 
@@ -415,7 +328,7 @@ class Query:
     async def relevancy_preview(
         self, info: Info[RequestContext, None], store_id: str, question: str, k: int | None = None
     ) -> RelevancyPreview:
-        return await _run(
+        return await run_resolver(
             info,
             "relevancyPreview",
             lambda c: relevancy_preview(c.services.app, c.services.queries, c.identity(), store_id, question, k),
@@ -425,7 +338,7 @@ class Query:
     async def document_acl(
         self, info: Info[RequestContext, None], document_id: str, store_id: str | None = None
     ) -> DocumentAcl:
-        return await _run(
+        return await run_resolver(
             info, "documentAcl", lambda c: document_acl(c.services.app, c.identity(), document_id, store_id)
         )
 
@@ -444,7 +357,7 @@ class Query:
         store_id: str | None = None,
         question: str | None = None,
     ) -> AccessExplanation:
-        return await _run(
+        return await run_resolver(
             info,
             "explainAccess",
             lambda c: explain_access(c.services.app, c.identity(), user_id, document_id, store_id, question),
@@ -454,38 +367,40 @@ class Query:
     async def history(
         self, info: Info[RequestContext, None], first: int | None = None, after: str | None = None
     ) -> past.HistoryConnection:
-        return await _run(info, "history", lambda c: past.history(c, first, after))
+        return await run_resolver(info, "history", lambda c: past.history(c, first, after))
 
     @strawberry.field(description="One of the caller's conversations, oldest turn first (NOT_FOUND otherwise).")
     async def conversation(self, info: Info[RequestContext, None], id: str) -> past.Conversation:
-        return await _run(info, "conversation", lambda c: past.conversation(c, id))
+        return await run_resolver(info, "conversation", lambda c: past.conversation(c, id))
 
     @strawberry.field(
         description="A store's adaptation: the last run startAdaptation started since the server started, how far "
         "it is or how it ended; IDLE when none (admin only)."
     )
     async def adaptation(self, info: Info[RequestContext, None], store_id: str) -> Adaptation:
-        return await _run(info, "adaptation", lambda c: store_adaptation(c.services.app, c.identity(), store_id))
+        return await run_resolver(
+            info, "adaptation", lambda c: store_adaptation(c.services.app, c.identity(), store_id)
+        )
 
     @strawberry.field(description="A store's ratings, newest first, sources re-checked for the admin (admin only).")
     async def feedback(
         self, info: Info[RequestContext, None], store_id: str, first: int | None = None, after: str | None = None
     ) -> past.FeedbackConnection:
-        return await _run(info, "feedback", lambda c: past.feedback(c, store_id, first, after))
+        return await run_resolver(info, "feedback", lambda c: past.feedback(c, store_id, first, after))
 
 
 @strawberry.type
 class Mutation:
     @strawberry.mutation(description="Set a store's relevancy level in [0, 1] (admin only).")
     async def set_relevancy_level(self, info: Info[RequestContext, None], store_id: str, level: float) -> StoreSettings:
-        return await _run(info, "setRelevancyLevel", lambda c: _set(c, store_id, {"level": level}))
+        return await run_resolver(info, "setRelevancyLevel", lambda c: _set(c, store_id, {"level": level}))
 
     @strawberry.mutation(description="Change any of a store's settings (admin only).")
     async def update_store_settings(
         self, info: Info[RequestContext, None], store_id: str, settings: StoreSettingsInput
     ) -> StoreSettings:
         changes = {k: v for k, v in vars(settings).items() if v is not None}
-        return await _run(info, "updateStoreSettings", lambda c: _set(c, store_id, changes))
+        return await run_resolver(info, "updateStoreSettings", lambda c: _set(c, store_id, changes))
 
     @strawberry.mutation(
         description="Calibrate a store's min/max thresholds from its own content: a report of predicted "
@@ -494,7 +409,7 @@ class Mutation:
     async def calibrate_store(
         self, info: Info[RequestContext, None], store_id: str, apply: bool = False, sample: int | None = None
     ) -> CalibrationReportType:
-        return await _run(
+        return await run_resolver(
             info, "calibrateStore", lambda c: calibrate_store(c.services.app, c.identity(), store_id, apply, sample)
         )
 
@@ -506,7 +421,7 @@ class Mutation:
     async def start_adaptation(
         self, info: Info[RequestContext, None], store_id: str, options: AdaptationOptionsInput | None = None
     ) -> Adaptation:
-        return await _run(
+        return await run_resolver(
             info,
             "startAdaptation",
             lambda c: start_store_adaptation(c.services.app, c.identity(), store_id, options),
@@ -524,7 +439,7 @@ class Mutation:
         deny: list[str] | None = None,
         store_id: str | None = None,
     ) -> DocumentAcl:
-        return await _run(
+        return await run_resolver(
             info,
             "setDocumentAcl",
             lambda c: set_document_acl(c.services.app, c.identity(), document_id, allow, deny or [], store_id),
@@ -534,13 +449,13 @@ class Mutation:
     async def reset_document_acl(
         self, info: Info[RequestContext, None], document_id: str, store_id: str | None = None
     ) -> DocumentAcl:
-        return await _run(
+        return await run_resolver(
             info, "resetDocumentAcl", lambda c: reset_document_acl(c.services.app, c.identity(), document_id, store_id)
         )
 
     @strawberry.mutation(description="Add a global group membership; lifts an earlier removal (admin only).")
     async def add_group_member(self, info: Info[RequestContext, None], group: str, member: str) -> bool:
-        return await _run(
+        return await run_resolver(
             info, "addGroupMember", lambda c: change_member(c.services.app, c.identity(), "add", group, member)
         )
 
@@ -549,29 +464,29 @@ class Mutation:
         "re-index until resetGroupMember (admin only)."
     )
     async def remove_group_member(self, info: Info[RequestContext, None], group: str, member: str) -> bool:
-        return await _run(
+        return await run_resolver(
             info, "removeGroupMember", lambda c: change_member(c.services.app, c.identity(), "remove", group, member)
         )
 
     @strawberry.mutation(description="Delete one of the caller's history entries and its rating (NOT_FOUND otherwise).")
     async def delete_history_entry(self, info: Info[RequestContext, None], query_id: str) -> bool:
-        return await _run(info, "deleteHistoryEntry", lambda c: past.delete_history_entry(c, query_id))
+        return await run_resolver(info, "deleteHistoryEntry", lambda c: past.delete_history_entry(c, query_id))
 
     @strawberry.mutation(description="Delete every turn of one of the caller's conversations; how many were deleted.")
     async def delete_conversation(self, info: Info[RequestContext, None], id: str) -> int:
-        return await _run(info, "deleteConversation", lambda c: past.delete_conversation(c, id))
+        return await run_resolver(info, "deleteConversation", lambda c: past.delete_conversation(c, id))
 
     @strawberry.mutation(description="Rate one of the caller's answers; a later rating replaces it (comment ≤ 2000).")
     async def rate_answer(
         self, info: Info[RequestContext, None], query_id: str, rating: past.Rating, comment: str | None = None
     ) -> past.AnswerRating:
-        return await _run(info, "rateAnswer", lambda c: past.rate_answer(c, query_id, rating, comment))
+        return await run_resolver(info, "rateAnswer", lambda c: past.rate_answer(c, query_id, rating, comment))
 
     @strawberry.mutation(
         description="Drop the admin's change of a membership: the manifests decide again (admin only)."
     )
     async def reset_group_member(self, info: Info[RequestContext, None], group: str, member: str) -> bool:
-        return await _run(
+        return await run_resolver(
             info, "resetGroupMember", lambda c: change_member(c.services.app, c.identity(), "reset", group, member)
         )
 

@@ -18,20 +18,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import strawberry
 
 from acl.errors import DocQAError, InvalidArgument
 from graphql import GraphQLError
 from service.api.errors import bounded_message, for_remote_caller, mapping_for, public_message
+from service.api.graphql.context import RequestContext
 from service.api.graphql.results import QueryResult
 from service.domain.filters import MetadataFilter
 from service.domain.queries import DocumentQuery, MultiDocumentQuery, Query, VectorQuery
 from service.query.cancellation import Cancellation
-
-if TYPE_CHECKING:
-    from service.api.graphql.schema import RequestContext
 
 log = logging.getLogger("docqa.graphql")
 

@@ -26,7 +26,7 @@ from starlette.types import Scope
 
 from acl.errors import DocQAError, InvalidArgument
 from service.api.errors import public_message
-from service.api.graphql.schema import GraphQLServices
+from service.api.graphql.context import GraphQLServices
 from service.api.web.static_paths import resolve_asset, route_path
 from service.config import LOOPBACK_HOSTS
 from service.domain.authorization import AdminOperation, may

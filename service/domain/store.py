@@ -130,7 +130,7 @@ class Store:
     source_base_url: str | None = setting(
         None,
         description="The http(s) URL that indexed paths are joined to for links (no user, query or fragment); "
-        "empty: none.",
+        "none at first.",
         validate=validate_source_base_url,
         max_length=MAX_SOURCE_BASE_URL_CHARS,
         proto=(14, 10),

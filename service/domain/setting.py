@@ -43,6 +43,8 @@ class StoreSetting:
     optional: bool = False
     #: The longest text (a ``String(n)`` column); None for numbers and unbounded text (``Text``).
     max_length: int | None = None
+    #: Its ``String`` column's length where that is longer than ``max_length`` (a column made before the bound).
+    column_length: int | None = None
     #: Who may change it (every change goes through ``Admin.update_settings``).
     set_by: Literal["admin"] = "admin"
     #: Who sees it in a listing; others get null (GraphQL) or an empty field (gRPC).
@@ -92,6 +94,7 @@ def setting(
     maximum: float | None = None,
     choices: tuple[str, ...] = (),
     max_length: int | None = None,
+    column_length: int | None = None,
     seen_by: Audience = "reader",
     null_is_default: bool = False,
     server_default: bool = False,
@@ -109,6 +112,7 @@ def setting(
         maximum=maximum,
         choices=choices,
         max_length=max_length,
+        column_length=column_length,
         seen_by=seen_by,
         null_is_default=null_is_default,
         server_default=server_default,

@@ -93,6 +93,7 @@ class Store:
         description="The language model of this store (a watsonx.ai model id, or extractive).",
         validate=validate_model_id,
         max_length=MAX_MODEL_ID_CHARS,
+        column_length=300,
         seen_by="admin",
         proto=(9, 7),
         metavar="ID",

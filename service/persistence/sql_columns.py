@@ -1,7 +1,7 @@
 """The ``stores`` table's column of each declared store setting (``service.domain.store.STORE_SETTINGS``).
 
 A setting's column follows from its declaration: its type (``Float``,
-``Integer``, ``String(n)`` for text of at most n characters, ``Text``), NULL
+``Integer``, ``String(n)`` for text of at most n (up to 2,000) characters, ``Text`` for longer), NULL
 where None is a value or where NULL reads as the configured default, and a
 server default for a setting added to a table that already had rows. The
 migration that adds it writes the same column; a test compares the two.
@@ -27,7 +27,8 @@ def column_type(setting: StoreSetting) -> TypeEngine[Any]:
     if setting.type is int:
         return Integer()
     if setting.type is str:
-        return Text() if setting.max_length is None or setting.max_length > 2_000 else String(setting.max_length)
+        length = setting.column_length or setting.max_length
+        return Text() if length is None or length > 2_000 else String(length)
     raise TypeError(f"{setting.name}: no column type for {setting.type.__name__}")
 
 

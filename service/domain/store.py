@@ -137,6 +137,17 @@ class Store:
         proto=(14, 10),
         metavar="URL",
     )
+    max_chunks_per_document: int = setting(
+        0,
+        description="The most chunks of any one document among a whole-store question's sources "
+        "(0 = no cap), so that one long document does not crowd out the others.",
+        validate=bounded_int("max_chunks_per_document", 0, 50),
+        minimum=0,
+        maximum=50,
+        server_default=True,
+        proto=(15, 11),
+        metavar="N",
+    )
 
 
 #: Every per-store setting, in ``Store``'s field order.

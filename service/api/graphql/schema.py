@@ -53,7 +53,7 @@ from service.api.graphql.calibration import CalibrationReportType, calibrate_sto
 from service.api.graphql.console import DocumentInfo, RelevancyPreview, readable_documents, relevancy_preview
 from service.api.graphql.filters import QueryFilter, metadata_filter
 from service.api.graphql.results import QueryResult, Timing
-from service.api.graphql.setting_fields import settings_input, settings_output
+from service.api.graphql.setting_fields import StoreSettingField, setting_fields, settings_input, settings_output
 from service.api.graphql.streaming import AnswerEvent, answer_events, stream_query
 from service.api.graphql.validation_cache import ValidQueries
 from service.api.stream_pool import StreamPool
@@ -355,6 +355,16 @@ class Query:
             return StoreSettings.of(_summary(context, store_id))
 
         return await _run(info, "store", work)
+
+    @strawberry.field(
+        description="Every store setting as declared: type, bounds, default, description (any verified caller)."
+    )
+    async def store_setting_fields(self, info: Info[RequestContext, None]) -> list[StoreSettingField]:
+        def work(context: RequestContext) -> list[StoreSettingField]:
+            context.identity()  # a verified caller, as for every other field
+            return setting_fields()
+
+        return await _run(info, "storeSettingFields", work)
 
     @strawberry.field(
         description="Audited queries, newest first: the caller's own; an admin may name a user or see all. since/until "

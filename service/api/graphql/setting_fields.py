@@ -43,3 +43,41 @@ def settings_input(cls: C) -> C:
         text = _description(declared) + (' "" removes it.' if declared.optional else "")
         _add(cls, declared, declared.type | None, strawberry.field(default=None, description=text))
     return cls
+
+
+@strawberry.type(description="One store setting as declared: what the admin console builds its settings form from.")
+class StoreSettingField:
+    name: str = strawberry.field(description="The field's name in StoreSettings and StoreSettingsInput.")
+    type: str = strawberry.field(description="Float, Int or String.")
+    minimum: float | None
+    maximum: float | None
+    choices: list[str] = strawberry.field(description="The allowed values; empty when any value in bounds is.")
+    max_length: int | None = strawberry.field(description="The longest text, in characters.")
+    optional: bool = strawberry.field(description='The setting may have no value ("" removes it).')
+    bounds: str = strawberry.field(description="The allowed values, in words.")
+    description: str
+    default: str | None = strawberry.field(description="A new store's value where store_defaults names none.")
+    seen_by: str = strawberry.field(description="reader (every reader of the store) or admin.")
+
+
+_SCALARS = {float: "Float", int: "Int", str: "String", bool: "Boolean"}
+
+
+def setting_fields() -> list[StoreSettingField]:
+    """Every store setting's declaration, in ``Store``'s order."""
+    return [
+        StoreSettingField(
+            name=s.camel,
+            type=_SCALARS[s.type],
+            minimum=s.minimum,
+            maximum=s.maximum,
+            choices=list(s.choices),
+            max_length=s.max_length,
+            optional=s.optional,
+            bounds=s.bounds,
+            description=s.description,
+            default=None if s.default is None else str(s.default),
+            seen_by=s.seen_by,
+        )
+        for s in STORE_SETTINGS
+    ]

@@ -13,7 +13,7 @@ from acl.model import Acl
 from service.access.state import AccessState, AclView, MembershipView
 from service.config import StoreDefaults
 from service.domain.calibration_report import CalibrationReport
-from service.domain.store import Store, store_setting, validate_store_id
+from service.domain.store import STORE_SETTINGS, Store, store_setting, validate_store_id
 from service.domain.store_settings import validate_store_name
 from service.domain.threshold import Threshold
 from service.persistence.ports import AuditRecord, SettingsRepository
@@ -60,19 +60,10 @@ class Admin:
         return store
 
     def _create_store(self, store_id: str, embedding_model: str, defaults: StoreDefaults) -> Store:
-        return self._repo.create_store(
-            Store(
-                id=store_id,
-                name=store_id,
-                embedding_model=embedding_model,
-                level=defaults.level,
-                min_threshold=defaults.min_threshold,
-                max_threshold=defaults.max_threshold,
-                max_chunks=defaults.max_chunks,
-                fusion=defaults.fusion,
-                lexical_weight=defaults.lexical_weight,
-            )
-        )
+        # The configured default of each setting store_defaults names; the declared default of the others.
+        named = type(defaults).model_fields
+        configured = {s.name: getattr(defaults, s.name) for s in STORE_SETTINGS if s.name in named}
+        return self._repo.create_store(Store(id=store_id, name=store_id, embedding_model=embedding_model, **configured))
 
     def update_settings(self, store_id: str, **changes: Any) -> Store:
         """Validate and apply setting changes (None values are ignored; ``source_base_url=""`` removes the URL)."""

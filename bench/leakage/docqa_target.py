@@ -176,6 +176,7 @@ class DocQATarget(RagTarget):
 
     def _connect(self) -> None:
         import grpc
+
         from service.api.grpc._gen import (
             admin_pb2,
             admin_pb2_grpc,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -14,11 +13,9 @@ from acl.model import Acl
 from service.access.state import AccessState, AclView, MembershipView
 from service.config import StoreDefaults
 from service.domain.calibration_report import CalibrationReport
-from service.domain.limits import MAX_STORE_CHUNKS
-from service.domain.retrieval_settings import validate_fusion, validate_lexical_weight, validate_source_base_url
-from service.domain.store import Store, validate_store_id
-from service.domain.store_settings import validate_model_id, validate_prompt_template, validate_store_name
-from service.domain.threshold import Threshold, parse_level
+from service.domain.store import STORE_SETTINGS, Store, store_setting, validate_store_id
+from service.domain.store_settings import validate_store_name
+from service.domain.threshold import Threshold
 from service.persistence.ports import AuditRecord, SettingsRepository
 
 if TYPE_CHECKING:
@@ -27,16 +24,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("docqa.admin")
 #: The audit trail's class of a calibrated scale applied to a store.
 CALIBRATION_AUDIT_CLASS = "calibrate"
-
-
-def _number(name: str, value: Any) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise InvalidArgument(f"{name} must be a number, got {value!r}") from None
-    if isinstance(value, bool) or not math.isfinite(number):
-        raise InvalidArgument(f"{name} must be a finite number, got {value!r}")
-    return number
 
 
 class Admin:
@@ -73,19 +60,10 @@ class Admin:
         return store
 
     def _create_store(self, store_id: str, embedding_model: str, defaults: StoreDefaults) -> Store:
-        return self._repo.create_store(
-            Store(
-                id=store_id,
-                name=store_id,
-                embedding_model=embedding_model,
-                level=defaults.level,
-                min_threshold=defaults.min_threshold,
-                max_threshold=defaults.max_threshold,
-                max_chunks=defaults.max_chunks,
-                fusion=defaults.fusion,
-                lexical_weight=defaults.lexical_weight,
-            )
-        )
+        # The configured default of each setting store_defaults names; the declared default of the others.
+        named = type(defaults).model_fields
+        configured = {s.name: getattr(defaults, s.name) for s in STORE_SETTINGS if s.name in named}
+        return self._repo.create_store(Store(id=store_id, name=store_id, embedding_model=embedding_model, **configured))
 
     def update_settings(self, store_id: str, **changes: Any) -> Store:
         """Validate and apply setting changes (None values are ignored; ``source_base_url=""`` removes the URL)."""
@@ -94,31 +72,13 @@ class Admin:
         for key, value in changes.items():
             if value is None:
                 continue
-            if key == "level":
-                clean[key] = parse_level(value)
-            elif key in ("min_threshold", "max_threshold"):
-                number = _number(key, value)
-                if not -1.0 <= number <= 1.0:
-                    raise InvalidArgument(f"{key} must be between -1 and 1 (cosine similarity)")
-                clean[key] = number
-            elif key == "max_chunks":
-                if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STORE_CHUNKS:
-                    raise InvalidArgument(f"max_chunks must be an integer between 1 and {MAX_STORE_CHUNKS}")
-                clean[key] = value
-            elif key == "prompt_template":
-                clean[key] = validate_prompt_template(value)
-            elif key == "llm_model_id":
-                clean[key] = validate_model_id(value)
-            elif key == "name":
+            declared = store_setting(key)
+            if key == "name":
                 clean[key] = validate_store_name(value)
-            elif key == "fusion":
-                clean[key] = validate_fusion(value)
-            elif key == "lexical_weight":
-                clean[key] = validate_lexical_weight(value)
-            elif key == "source_base_url":
-                clean[key] = validate_source_base_url(value)  # "" clears it (None)
-            else:
+            elif declared is None:
                 raise InvalidArgument(f"unknown store setting {key!r}")
+            else:
+                clean[key] = declared.validate(value)  # an optional setting's "" clears it (None)
         Threshold(
             clean.get("min_threshold", store.min_threshold),
             clean.get("max_threshold", store.max_threshold),

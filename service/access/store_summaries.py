@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass
+from typing import Any
 
 from acl.checker import AccessChecker
 from acl.errors import NotFound
 from service.domain.queries import Caller
+from service.domain.setting import StoreSetting
 from service.domain.store import DocumentRecord, Store
 from service.persistence.ports import SettingsRepository
 
@@ -58,6 +60,10 @@ class StoreSummary:
     @property
     def prompt_template(self) -> str | None:
         return self.store.prompt_template if self.admin_view else None
+
+    def setting(self, declared: StoreSetting) -> Any:
+        """The store's value of ``declared`` for this viewer; None where only administrators may see it."""
+        return getattr(self.store, declared.name) if self.admin_view or declared.seen_by == "reader" else None
 
 
 class StoreSummaries:

@@ -33,11 +33,12 @@ from acl.model import Acl
 from indexer.private_files import private_file
 from service.domain.history import HistoryEntry
 from service.domain.retrieval_settings import RetrievalDefaults
-from service.domain.store import DocumentRecord, Store
+from service.domain.store import STORE_SETTINGS, DocumentRecord, Store
 from service.persistence.ports import AuditRecord, SettingsRepository
 from service.persistence.sql_access import AclOverrideRow, AclRow, SqlAccessRows, read_acls, write_ingested_acl
 from service.persistence.sql_acl_reads import OVERRIDE_ORIGIN, acl_entries, readable_document
 from service.persistence.sql_base import Base, transaction
+from service.persistence.sql_columns import store_column
 from service.persistence.sql_history import history_row  # its tables join the metadata
 from service.persistence.sql_scim import ScimResourceRow  # noqa: F401 - its tables join the metadata
 
@@ -48,20 +49,16 @@ log = logging.getLogger("docqa.sql_repository")
 
 
 class StoreRow(Base):
+    """A store's row: its id, name and embedding model, and one column per setting (``store_columns``)."""
+
     __tablename__ = "stores"
     id: Mapped[str] = mapped_column(String(63), primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
     embedding_model: Mapped[str] = mapped_column(String(300))
-    level: Mapped[float] = mapped_column(Float)
-    min_threshold: Mapped[float] = mapped_column(Float)
-    max_threshold: Mapped[float] = mapped_column(Float)
-    max_chunks: Mapped[int] = mapped_column(Integer)
-    llm_model_id: Mapped[str] = mapped_column(String(300))
-    prompt_template: Mapped[str] = mapped_column(Text)
-    # NULL (a store made before revision 0004): the configured default.
-    fusion: Mapped[str | None] = mapped_column(String(16), nullable=True)
-    lexical_weight: Mapped[float | None] = mapped_column(Float, nullable=True)
-    source_base_url: Mapped[str | None] = mapped_column(String(2000), nullable=True)
+
+
+for _setting in STORE_SETTINGS:  # the settings' columns, from their declarations
+    setattr(StoreRow, _setting.name, store_column(_setting))
 
 
 class DocumentRow(Base):
@@ -103,36 +100,16 @@ def _safe_url(engine: Engine) -> str:
 
 
 def _store(row: StoreRow, defaults: RetrievalDefaults) -> Store:
-    return Store(
-        id=row.id,
-        name=row.name,
-        embedding_model=row.embedding_model,
-        level=row.level,
-        min_threshold=row.min_threshold,
-        max_threshold=row.max_threshold,
-        max_chunks=row.max_chunks,
-        llm_model_id=row.llm_model_id,
-        prompt_template=row.prompt_template,
-        fusion=defaults.fusion if row.fusion is None else row.fusion,
-        lexical_weight=defaults.lexical_weight if row.lexical_weight is None else row.lexical_weight,
-        source_base_url=row.source_base_url,
-    )
+    values = {}
+    for declared in STORE_SETTINGS:
+        value = getattr(row, declared.name)
+        if value is None and declared.null_is_default:  # a store made before the setting: the configured default
+            value = getattr(defaults, declared.name, declared.default)
+        values[declared.name] = value
+    return Store(id=row.id, name=row.name, embedding_model=row.embedding_model, **values)
 
 
-_STORE_FIELDS = frozenset(
-    {
-        "name",
-        "level",
-        "min_threshold",
-        "max_threshold",
-        "max_chunks",
-        "llm_model_id",
-        "prompt_template",
-        "fusion",
-        "lexical_weight",
-        "source_base_url",
-    }
-)
+_STORE_FIELDS = frozenset({"name", *(s.name for s in STORE_SETTINGS)})
 
 
 class SqlSettingsRepository(SqlAccessRows, SettingsRepository):

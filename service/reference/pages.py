@@ -17,6 +17,11 @@ class Part:
     page: str
     make: Callable[[Path], str]
 
+    @property
+    def code(self) -> bool:
+        """The page is source code (``//`` markers), not Markdown."""
+        return self.page.endswith(".proto")
+
 
 def _settings(_root: Path) -> str:
     from service.config import Settings
@@ -44,7 +49,22 @@ def _cli(_root: Path) -> str:
     return render(build_parser())
 
 
+def _store_settings_proto(_root: Path) -> str:
+    from service.reference.store_settings_page import proto_messages
+
+    return proto_messages()
+
+
+def _store_settings(_root: Path) -> str:
+    from service.reference.store_settings_page import render
+
+    return render()
+
+
 PARTS = (
+    # Before the gRPC page, which is read from the protos.
+    Part("store settings", "proto/docqa/v1/admin.proto", _store_settings_proto),
+    Part("store settings", "docs/store-settings.md", _store_settings),
     Part("cli", "docs/cli.md", _cli),
     Part("settings", "docs/configuration.md", _settings),
     Part("graphql", "docs/graphql.md", _graphql),
@@ -58,7 +78,7 @@ def stale(root: Path) -> list[str]:
 
 
 def _current(root: Path, part: Part) -> str | None:
-    return blocks.generated_part((root / part.page).read_text(encoding="utf-8"), part.name)
+    return blocks.generated_part((root / part.page).read_text(encoding="utf-8"), part.name, part.code)
 
 
 def write(root: Path) -> list[str]:
@@ -67,7 +87,7 @@ def write(root: Path) -> list[str]:
     for part in PARTS:
         path = root / part.page
         page = path.read_text(encoding="utf-8")
-        new = blocks.with_generated_part(page, part.name, part.make(root))
+        new = blocks.with_generated_part(page, part.name, part.make(root), part.code)
         if new != page:
             path.write_text(new, encoding="utf-8")
             changed.append(part.page)

@@ -174,6 +174,29 @@ def test_settings_show_the_servers_validation_messages(
     expect(page.locator("#store-stats")).to_contain_text("Max chunks6")
 
 
+def test_a_setting_the_page_does_not_lay_out_gets_a_field_from_its_declaration(
+    open_page: Any, server: Server, acme_settings_restored: dict[str, Any]
+) -> None:
+    page = open_page().page
+    _open_admin(page, server)
+    page.locator("#admin-store").select_option("acme")
+    expect(page.locator("#store-stats")).not_to_have_attribute("aria-busy", "true")
+    field = page.get_by_label("max_chunks_per_document")  # built by admin.js from storeSettingFields
+    expect(field).to_have_value("0")
+    expect(field).to_have_attribute("max", "50")
+    try:
+        field.fill("3")
+        page.get_by_role("button", name="Save settings").click()
+        expect(page.locator("#settings-state")).to_have_text("Saved.")
+        store = _graphql(server, '{ store(storeId: "acme") { maxChunksPerDocument } }')["store"]
+        assert store["maxChunksPerDocument"] == 3
+    finally:
+        _graphql(
+            server,
+            'mutation { updateStoreSettings(storeId: "acme", settings: {maxChunksPerDocument: 0}) { id } }',
+        )
+
+
 def test_audit_view_filters_by_user_and_dates_without_question_text(open_page: Any, server: Server) -> None:
     page = open_page().page
     _open_admin(page, server)

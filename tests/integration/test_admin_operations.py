@@ -57,6 +57,7 @@ GRAPHQL_OPEN: dict[str, str] = {
     "compareDocuments": "documents the caller may read, else NOT_FOUND",
     "stores": "only stores where the caller may read a document",
     "store": "NOT_FOUND where the caller may read nothing",
+    "storeSettingFields": "the settings' declarations (type, bounds, description): no store's data",
     "documents": "only documents the caller may read",
     "history": "the caller's own entries",
     "conversation": "the caller's own conversations",

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("part", PARTS, ids=[part.page for part in PARTS])
 def test_each_reference_page_is_what_its_source_generates(part: Part) -> None:
     page = (ROOT / part.page).read_text(encoding="utf-8")
-    assert blocks.generated_part(page, part.name) == part.make(ROOT), (
+    assert blocks.generated_part(page, part.name, part.code) == part.make(ROOT), (
         f"{part.page} is stale: regenerate it with `python -m service.reference`"
     )
 

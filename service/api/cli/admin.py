@@ -50,18 +50,12 @@ def cmd_settings(args: argparse.Namespace, app: Any) -> int:
         raise InvalidArgument(f"'settings {args.action}' does not take --apply or --sample ('settings calibrate' does)")
     admin = app.admin_without_index()
     if args.action == "set":
-        store = admin.update_settings(
-            args.store,
-            level=args.level,
-            min_threshold=args.min_threshold,
-            max_threshold=args.max_threshold,
-            max_chunks=args.max_chunks,
-            prompt_template=args.prompt_template,
-            llm_model_id=args.llm_model_id,
-            fusion=args.fusion,
-            lexical_weight=args.lexical_weight,
-            source_base_url="" if args.clear_source_base_url else args.source_base_url,
-        )
+        from service.domain.store import STORE_SETTINGS
+
+        changes = {s.name: getattr(args, s.name) for s in STORE_SETTINGS}
+        # An optional setting's --clear-NAME: the empty value, which removes it.
+        changes |= {s.name: "" for s in STORE_SETTINGS if s.optional and getattr(args, f"clear_{s.name}")}
+        store = admin.update_settings(args.store, **changes)
     else:
         store = admin.store(args.store)
     data = _store_dict(store)

@@ -74,8 +74,11 @@ def cmd_calibrate(args: argparse.Namespace, app: Any, actor: str) -> int:
     """Run the calibration of ``args.store``; print it; store the proposal only with ``--apply``."""
     from service.api.calibration import calibrate
     from service.domain.authorization import SERVER_OPERATOR
+    from service.domain.store import STORE_SETTINGS
 
-    given = [f"--{k.replace('_', '-')}" for k in _SET_OPTIONS if getattr(args, k, None) is not None]
+    # The options of ``settings set`` (one per store setting): refused rather than ignored.
+    given = [s.flag for s in STORE_SETTINGS if getattr(args, s.name, None) is not None]
+    given += [f"--clear-{s.flag[2:]}" for s in STORE_SETTINGS if s.optional and getattr(args, f"clear_{s.name}", False)]
     if given:
         raise InvalidArgument(f"'settings calibrate' does not take {', '.join(given)} (an option of 'settings set')")
     report = calibrate(
@@ -83,17 +86,3 @@ def cmd_calibrate(args: argparse.Namespace, app: Any, actor: str) -> int:
     )
     print(json.dumps(report.to_dict()) if args.json else format_report(report))
     return 0
-
-
-#: Options of ``settings set`` that ``settings calibrate`` refuses rather than ignores.
-_SET_OPTIONS = (
-    "level",
-    "min_threshold",
-    "max_threshold",
-    "max_chunks",
-    "prompt_template",
-    "llm_model_id",
-    "fusion",
-    "lexical_weight",
-    "source_base_url",
-)

@@ -48,9 +48,11 @@ from service.api.graphql.console import DocumentInfo, RelevancyPreview, readable
 from service.api.graphql.context import RequestContext, run_resolver
 from service.api.graphql.filters import QueryFilter, metadata_filter
 from service.api.graphql.results import QueryResult, Timing
+from service.api.graphql.setting_fields import StoreSettingField, setting_fields, settings_input, settings_output
 from service.api.graphql.streaming import AnswerEvent, answer_events, stream_query
 from service.api.graphql.validation_cache import ValidQueries
 from service.domain.queries import DocumentQuery, MultiDocumentQuery, VectorQuery
+from service.domain.store import STORE_SETTINGS
 from service.persistence.ports import AuditRecord
 
 log = logging.getLogger("docqa.graphql")
@@ -62,56 +64,32 @@ T = TypeVar("T")
     description="A store and its query settings. Counts are of the documents the caller may read; "
     "model ids and the prompt template are null unless the caller is an admin."
 )
+@settings_output
 class StoreSettings:
     id: str
     name: str
     embedding_model: str | None
-    level: float
-    min_threshold: float
-    max_threshold: float
-    max_chunks: int
-    prompt_template: str | None
-    llm_model_id: str | None
     documents: int
     chunks: int
-    fusion: str = strawberry.field(description="How vector and BM25 results are merged: rrf, weighted, dense, lexical.")
-    lexical_weight: float = strawberry.field(description="The BM25 ranking's share in rrf and weighted fusion.")
-    source_base_url: str | None = strawberry.field(description="The URL that indexed paths are joined to for links.")
 
     @staticmethod
     def of(summary: StoreSummary) -> StoreSettings:
         s = summary.store
+        settings: dict[str, Any] = {declared.name: summary.setting(declared) for declared in STORE_SETTINGS}
         return StoreSettings(
             id=s.id,
             name=s.name,
             embedding_model=summary.embedding_model,
-            level=s.level,
-            min_threshold=s.min_threshold,
-            max_threshold=s.max_threshold,
-            max_chunks=s.max_chunks,
-            prompt_template=summary.prompt_template,
-            llm_model_id=summary.llm_model_id,
             documents=summary.documents,
             chunks=summary.chunks,
-            fusion=s.fusion,
-            lexical_weight=s.lexical_weight,
-            source_base_url=s.source_base_url,
+            **settings,
         )
 
 
 @strawberry.input(description="Settings to change; absent fields are left as they are.")
+@settings_input
 class StoreSettingsInput:
-    level: float | None = None
-    min_threshold: float | None = None
-    max_threshold: float | None = None
-    max_chunks: int | None = None
-    prompt_template: str | None = None
-    llm_model_id: str | None = None
-    fusion: str | None = strawberry.field(default=None, description="rrf, weighted, dense or lexical.")
-    lexical_weight: float | None = strawberry.field(default=None, description="A finite number in [0, 1].")
-    source_base_url: str | None = strawberry.field(
-        default=None, description='An http(s) URL with no user, query or fragment; "" removes it.'
-    )
+    pass
 
 
 @strawberry.type(description="One audited query (never its question or any text).")
@@ -290,6 +268,16 @@ class Query:
             return StoreSettings.of(_summary(context, store_id))
 
         return await run_resolver(info, "store", work)
+
+    @strawberry.field(
+        description="Every store setting as declared: type, bounds, default, description (any verified caller)."
+    )
+    async def store_setting_fields(self, info: Info[RequestContext, None]) -> list[StoreSettingField]:
+        def work(context: RequestContext) -> list[StoreSettingField]:
+            context.identity()  # a verified caller, as for every other field
+            return setting_fields()
+
+        return await run_resolver(info, "storeSettingFields", work)
 
     @strawberry.field(
         description="Audited queries, newest first: the caller's own; an admin may name a user or see all. since/until "

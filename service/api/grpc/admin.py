@@ -21,39 +21,21 @@ from service.api.grpc.calibration import calibration_message
 from service.api.grpc.context import Services, rpc
 from service.api.grpc.explain import explanation_message, question_message
 from service.api.grpc.filters import pushed_modified
+from service.domain.store import STORE_SETTINGS
 from service.persistence.ports import ADMIN_SOURCE
-
-_SETTINGS = (
-    "level",
-    "min_threshold",
-    "max_threshold",
-    "max_chunks",
-    "prompt_template",
-    "llm_model_id",
-    "fusion",
-    "lexical_weight",
-    "source_base_url",
-)
 
 
 def settings_message(services: Services, summary: StoreSummary) -> Any:
-    """A store's settings as the viewer may see them; admin-only fields are left absent (empty)."""
+    """A store's settings as the viewer may see them; admin-only fields (and a setting without value) are empty."""
     store = summary.store
+    settings = {declared.name: summary.setting(declared) for declared in STORE_SETTINGS}
     return services.stubs.admin.StoreSettings(
         store_id=store.id,
         name=store.name,
         embedding_model=summary.embedding_model or "",
-        level=store.level,
-        min_threshold=store.min_threshold,
-        max_threshold=store.max_threshold,
-        max_chunks=store.max_chunks,
-        prompt_template=summary.prompt_template or "",
-        llm_model_id=summary.llm_model_id or "",
         documents=summary.documents,
         chunks=summary.chunks,
-        fusion=store.fusion,
-        lexical_weight=store.lexical_weight,
-        source_base_url=store.source_base_url or "",
+        **{name: value for name, value in settings.items() if value is not None},
     )
 
 
@@ -79,7 +61,7 @@ class AdminServicer:
 
     @rpc
     def SetStoreSettings(self, request: Any, context: grpc.ServicerContext) -> Any:
-        changes = {name: getattr(request, name) for name in _SETTINGS if request.HasField(name)}
+        changes = {s.name: getattr(request, s.name) for s in STORE_SETTINGS if request.HasField(s.name)}
         _admin(self.services, context).update_settings(request.store_id, changes)
         listing, viewer = self._listing(context)
         return settings_message(self.services, listing.one(request.store_id, viewer))

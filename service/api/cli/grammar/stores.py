@@ -1,6 +1,8 @@
 """The grammar of ``docqa stores`` and ``docqa settings``: the stores and each store's settings.
 
-A new per-store setting's flag goes into ``settings`` here (``docqa settings set STORE --FLAG``)."""
+``docqa settings set STORE --FLAG`` has one flag per declared store setting (``STORE_SETTINGS``), made here
+from its declaration: ``--lexical-weight W``, with its description and bounds as help; an optional setting
+also gets ``--clear-NAME``."""
 
 from __future__ import annotations
 
@@ -8,6 +10,19 @@ from typing import Any
 
 from service.api.cli.admin import cmd_settings, cmd_stores
 from service.api.cli.grammar import Command
+from service.domain.store import STORE_SETTINGS
+
+
+def add_setting_flags(p: Any) -> None:
+    """``--NAME`` for each store setting (an int setting's value is parsed as an int; the rest are checked
+    by the setting's validator); ``--clear-NAME`` for each optional one."""
+    for declared in STORE_SETTINGS:
+        help_text = f"{declared.description} Allowed: {declared.bounds}."
+        into = p.add_mutually_exclusive_group() if declared.optional else p
+        kind = {"type": int} if declared.type is int else {}
+        into.add_argument(declared.flag, metavar=declared.metavar, help=help_text, **kind)
+        if declared.optional:
+            into.add_argument("--clear-" + declared.flag[2:], action="store_true", help=f"remove the {declared.name}")
 
 
 def add_store_commands(sub: Any, command: Command) -> None:
@@ -35,16 +50,6 @@ def add_store_commands(sub: Any, command: Command) -> None:
         help="show the settings, set the options given, or calibrate min/max thresholds from the store's content",
     )
     p.add_argument("store", help="store id")
-    p.add_argument("--level", help="default relevancy level in [0, 1] (0 = no threshold)")
-    p.add_argument("--min-threshold", metavar="X", help="cosine similarity that level 0 maps to, in [-1, 1]")
-    p.add_argument("--max-threshold", metavar="X", help="cosine similarity that level 1 maps to, in [-1, 1]")
-    p.add_argument("--max-chunks", type=int, metavar="N", help="chunks per answer, 1 to 100")
-    p.add_argument(
-        "--prompt-template",
-        metavar="T",
-        help="prompt with {context} and {question} once each, nothing else in braces ({{ and }} for literal ones)",
-    )
-    p.add_argument("--llm-model-id", metavar="ID", help="the language model of this store (watsonx model id)")
     p.add_argument("--json", action="store_true", help="print the settings (or the calibration) as one JSON object")
     p.add_argument(
         "--apply", action="store_true", help="calibrate: store the proposed thresholds (default: report only)"
@@ -52,19 +57,5 @@ def add_store_commands(sub: Any, command: Command) -> None:
     p.add_argument(
         "--sample", type=int, metavar="N", help="calibrate: documents to draw probes from, 1 to 5000 (default 200)"
     )
-    p.add_argument(
-        "--fusion",
-        metavar="METHOD",
-        help="how vector and BM25 results are merged: rrf, weighted, dense (no BM25) or lexical (BM25 only)",
-    )
-    p.add_argument(
-        "--lexical-weight", metavar="W", help="the BM25 ranking's share in rrf and weighted fusion, in [0, 1]"
-    )
-    url = p.add_mutually_exclusive_group()
-    url.add_argument(
-        "--source-base-url",
-        metavar="URL",
-        help="http(s) URL that indexed paths are joined to for links (no user, query or fragment)",
-    )
-    url.add_argument("--clear-source-base-url", action="store_true", help="remove the store's source base URL")
+    add_setting_flags(p)
     p.set_defaults(handler=cmd_settings)

@@ -17,13 +17,18 @@ import {
   when,
 } from "/static/api.js";
 
-const SETTINGS_FIELDS = `id name embeddingModel level minThreshold maxThreshold maxChunks promptTemplate llmModelId
-  documents chunks fusion lexicalWeight sourceBaseUrl`;
+// The store settings come from their declarations (storeSettingFields): the queries ask for each, and a
+// setting the form below does not lay out by hand gets a field made from its type, bounds and description.
+const SETTING_FIELDS = `query SettingFields {
+  storeSettingFields { name type minimum maximum choices optional bounds description }
+}`;
+const STORE_FIELDS = "id name embeddingModel documents chunks";
+const settingsSelection = () => `${STORE_FIELDS} ${state.declared.map((d) => d.name).join(" ")}`;
 
 const STORES = `query Stores { stores { id name documents chunks } }`;
-const STORE = `query Store($storeId: String!) { store(storeId: $storeId) { ${SETTINGS_FIELDS} } }`;
-const UPDATE = `mutation Update($storeId: String!, $settings: StoreSettingsInput!) {
-  updateStoreSettings(storeId: $storeId, settings: $settings) { ${SETTINGS_FIELDS} }
+const storeQuery = () => `query Store($storeId: String!) { store(storeId: $storeId) { ${settingsSelection()} } }`;
+const updateMutation = () => `mutation Update($storeId: String!, $settings: StoreSettingsInput!) {
+  updateStoreSettings(storeId: $storeId, settings: $settings) { ${settingsSelection()} }
 }`;
 const PREVIEW = `query Preview($storeId: String!, $question: String!, $k: Int) {
   relevancyPreview(storeId: $storeId, question: $question, k: $k) {
@@ -65,7 +70,7 @@ const EXPLAIN_QUESTION = `query ExplainQuestion($userId: String!, $storeId: Stri
 const SVG = "http://www.w3.org/2000/svg";
 const $ = (id) => document.getElementById(id);
 
-const state = { store: null, preview: null, report: null };
+const state = { store: null, preview: null, report: null, declared: [] };
 
 function failed(error, region = $("notice")) {
   if (error instanceof ApiError && (error.code === "UNAUTHENTICATED" || error.status === 401)) {
@@ -101,7 +106,7 @@ async function loadStore() {
   const stats = $("store-stats");
   stats.setAttribute("aria-busy", "true"); // until the form holds this store's settings
   try {
-    data = await graphql(STORE, { storeId: storeId() });
+    data = await graphql(storeQuery(), { storeId: storeId() });
   } catch (error) {
     failed(error);
     return;
@@ -138,6 +143,7 @@ function showStore(store) {
   fillSettings(store);
 }
 
+// The fields laid out by hand in admin.html; loadSettingFields adds the other settings'.
 const FORM = {
   level: "s-level",
   minThreshold: "s-min",
@@ -149,6 +155,39 @@ const FORM = {
   sourceBaseUrl: "s-base",
   promptTemplate: "s-template",
 };
+
+async function loadSettingFields() {
+  const data = await graphql(SETTING_FIELDS);
+  state.declared = data.storeSettingFields;
+  const more = $("settings-more");
+  clear(more);
+  for (const d of state.declared) {
+    if (FORM[d.name]) continue;
+    const id = `s-setting-${d.name}`;
+    let input;
+    if (d.choices.length) {
+      input = h("select", { id, name: d.name }, d.choices.map((c) => h("option", { value: c }, c)));
+    } else if (d.type === "String") {
+      input = h("input", { id, name: d.name, autocomplete: "off", spellcheck: "false" });
+    } else {
+      const integer = d.type === "Int";
+      input = h("input", {
+        id,
+        name: d.name,
+        type: "number",
+        min: d.minimum ?? null,
+        max: d.maximum ?? null,
+        step: integer ? "1" : "any",
+        inputmode: integer ? "numeric" : "decimal",
+      });
+    }
+    const named = d.name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`); // as the CLI, the docs and errors say
+    const label = h("label", { for: id }, named, " ", h("span", { class: "hint-inline" }, `(${d.bounds})`));
+    more.append(h("div", { class: "field" }, label, input, h("p", { class: "hint" }, d.description)));
+    FORM[d.name] = id;
+  }
+  more.hidden = !more.childElementCount;
+}
 
 function fillSettings(store) {
   for (const [field, id] of Object.entries(FORM)) {
@@ -171,11 +210,14 @@ function showSettingsErrors(messages) {
   for (const message of messages) list.append(h("li", {}, message));
   box.append(h("p", {}, "The server did not accept these settings:"), list);
   box.hidden = false;
-  // Point at the field a message names (minThreshold or min_threshold).
+  // Point at the field a message names (minThreshold or min_threshold): the longest name it holds, so that
+  // max_chunks_per_document is not read as max_chunks.
   for (const message of messages) {
     const lower = message.toLowerCase().replace(/_/g, "");
-    for (const [field, id] of Object.entries(FORM)) {
-      if (lower.includes(field.toLowerCase())) $(id).setAttribute("aria-invalid", "true");
+    const named = Object.keys(FORM).filter((field) => lower.includes(field.toLowerCase()));
+    const longest = Math.max(0, ...named.map((field) => field.length));
+    for (const field of named) {
+      if (field.length === longest) $(FORM[field]).setAttribute("aria-invalid", "true");
     }
   }
 }
@@ -184,23 +226,25 @@ function changedSettings() {
   const store = state.store;
   const settings = {};
   const problems = [];
-  const numeric = { level: false, minThreshold: false, maxThreshold: false, lexicalWeight: false, maxChunks: true };
-  for (const [field, integer] of Object.entries(numeric)) {
-    const raw = $(FORM[field]).value.trim();
-    if (raw === "") continue;
-    const value = Number(raw);
-    if (!Number.isFinite(value) || (integer && !Number.isInteger(value))) {
-      problems.push(`${field}: “${raw}” is not ${integer ? "a whole number" : "a number"}`);
-      continue;
+  for (const d of state.declared) {
+    const raw = $(FORM[d.name]).value;
+    if (d.type === "Int" || d.type === "Float") {
+      const text = raw.trim();
+      if (text === "") continue;
+      const value = Number(text);
+      const integer = d.type === "Int";
+      if (!Number.isFinite(value) || (integer && !Number.isInteger(value))) {
+        problems.push(`${d.name}: “${text}” is not ${integer ? "a whole number" : "a number"}`);
+        continue;
+      }
+      if (value !== store[d.name]) settings[d.name] = value;
+    } else if (d.optional) {
+      const value = raw.trim();
+      if (value !== (store[d.name] ?? "")) settings[d.name] = value; // "" removes it
+    } else if (raw !== (store[d.name] ?? "") && !(d.name === "llmModelId" && raw.trim() === "")) {
+      settings[d.name] = raw;
     }
-    if (value !== store[field]) settings[field] = value;
   }
-  for (const field of ["fusion", "llmModelId", "promptTemplate"]) {
-    const value = $(FORM[field]).value;
-    if (value !== (store[field] ?? "") && !(field === "llmModelId" && value.trim() === "")) settings[field] = value;
-  }
-  const base = $(FORM.sourceBaseUrl).value.trim();
-  if (base !== (store.sourceBaseUrl ?? "")) settings.sourceBaseUrl = base; // "" removes it
   return { settings, problems };
 }
 
@@ -223,7 +267,7 @@ async function onSettingsSubmit(event) {
 async function saveSettings(settings, stateLine) {
   $("settings-save").disabled = true;
   try {
-    const data = await graphql(UPDATE, { storeId: storeId(), settings });
+    const data = await graphql(updateMutation(), { storeId: storeId(), settings });
     showStore(data.updateStoreSettings);
     stateLine.textContent = "Saved.";
     if (state.preview) {
@@ -370,7 +414,7 @@ async function calibrate(apply) {
 
 async function loadStoreSettingsOnly() {
   try {
-    const data = await graphql(STORE, { storeId: storeId() });
+    const data = await graphql(storeQuery(), { storeId: storeId() });
     showStore(data.store);
   } catch (error) {
     failed(error);
@@ -661,6 +705,7 @@ async function main() {
     showUser(session, { userBox: $("user-box"), userName: $("user-name") });
     $("console").hidden = false;
     try {
+      await loadSettingFields();
       await loadStores();
     } catch (error) {
       failed(error);

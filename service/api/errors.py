@@ -59,6 +59,14 @@ def mapping_for(error: BaseException) -> ErrorMapping:
     return _INTERNAL
 
 
+def outcome_of(exc: BaseException) -> str:
+    """A failure's audit outcome: the status name of DocQA's error, CANCELLED for an interrupt (Ctrl-C on the
+    CLI), INTERNAL for any other."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "CANCELLED"
+    return mapping_for(exc).grpc_status if isinstance(exc, DocQAError) else "INTERNAL"
+
+
 def error_for_graphql_code(code: str, message: str) -> DocQAError:
     """The error a server reported with GraphQL ``code`` (the table read backwards; the CLI's ``--server`` mode),
     so it maps to the same exit code as on the local path. An unknown code is an internal error."""

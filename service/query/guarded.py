@@ -184,7 +184,7 @@ class StoreWideReads:
     Calibration stays store-wide by contract (README, *Calibrating the relevancy scale*: "scored by its best
     cosine over all chunks (the calibration is an admin's)"): the scale serves every caller of the store, so it
     is measured on all of its content, and the report holds numbers only, never a probe or a chunk's text.
-    Only ``service.query.calibration`` builds one, after the admin check of ``service.api.calibration``."""
+    Only ``service.query.calibration`` builds one, after the admin check of ``service.usecases.calibration``."""
 
     def __init__(self, index: Index, store_id: str) -> None:
         self._index = index

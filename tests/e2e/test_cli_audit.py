@@ -95,17 +95,24 @@ class _InterruptedWhenKept:
 
 
 def test_a_local_query_interrupted_by_ctrl_c_is_audited_cancelled_and_not_kept(data_dir: Path) -> None:
-    from service.api.audit import AuditedQueries
-    from service.api.audited_analysis import AuditedAnalysis
     from service.api.cli.audited import CLI_INTERFACE, cli_identity
+    from service.api.errors import outcome_of
     from service.domain.analysis import SummaryRequest
     from service.domain.queries import VectorQuery
     from service.observability.metrics import Metrics
+    from service.usecases.audit import AuditedQueries
+    from service.usecases.audited_analysis import AuditedAnalysis
 
     app = build_app(load_settings(data_dir=data_dir))
     try:
         interrupted = _InterruptedWhenKept(app.engine)
-        queries = AuditedQueries(lambda: interrupted, lambda: app.repository, Metrics(), operator=True)  # type: ignore[arg-type,return-value]
+        queries = AuditedQueries(
+            lambda: interrupted,  # type: ignore[arg-type,return-value]
+            lambda: app.repository,
+            Metrics(),
+            operator=True,
+            outcome_of=outcome_of,
+        )
         identity = cli_identity("carol")
         with pytest.raises(KeyboardInterrupt):
             queries.ask(identity, VectorQuery("acme", QUESTION), CLI_INTERFACE)

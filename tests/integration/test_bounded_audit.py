@@ -15,12 +15,12 @@ import grpc
 import pytest
 
 from acl.model import Acl
-from service.api.audit import AUDIT_DOCUMENT_IDS, AUDIT_ID_CHARS
 from service.api.grpc.server import GrpcServer, services_for, start_grpc
 from service.api.grpc.stubs import load
 from service.bootstrap import App, build_app
 from service.config import Settings
 from service.observability.metrics import Metrics
+from service.usecases.audit import AUDIT_DOCUMENT_IDS, AUDIT_ID_CHARS
 from tests.fakes_service import FakeEmbedder
 from tests.integration.server_world import AUDIENCE, ISSUER, QUESTION, SECRET, STORE, bearer
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from acl.model import user_principal
-from service.api.audit import AuditedQueries
-from service.api.audited_analysis import AuditedAnalysis
+from service.api.errors import outcome_of
 from service.observability.metrics import Metrics
 from service.security.tokens import Identity
+from service.usecases.audit import AuditedQueries
+from service.usecases.audited_analysis import AuditedAnalysis
 
 #: The audit trail's interface name for queries the CLI answers in-process (``--as USER``).
 CLI_INTERFACE = "cli"
@@ -24,7 +25,7 @@ def cli_identity(user_id: str) -> Identity:
 def cli_queries(app: Any) -> AuditedQueries:
     """The audited query path over ``app``'s engine and settings database. The operator, who may read the
     audit trail where the timings are kept, is shown them (``operator``)."""
-    return AuditedQueries(lambda: app.engine, lambda: app.repository, Metrics(), operator=True)
+    return AuditedQueries(lambda: app.engine, lambda: app.repository, Metrics(), operator=True, outcome_of=outcome_of)
 
 
 def cli_analysis(app: Any) -> AuditedAnalysis:

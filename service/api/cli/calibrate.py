@@ -72,9 +72,9 @@ def format_report(report: CalibrationReport) -> str:
 
 def cmd_calibrate(args: argparse.Namespace, app: Any, actor: str) -> int:
     """Run the calibration of ``args.store``; print it; store the proposal only with ``--apply``."""
-    from service.api.calibration import calibrate
     from service.domain.authorization import SERVER_OPERATOR
     from service.domain.store import STORE_SETTINGS
+    from service.usecases.calibration import calibrate
 
     # The options of ``settings set`` (one per store setting): refused rather than ignored.
     given = [s.flag for s in STORE_SETTINGS if getattr(args, s.name, None) is not None]

@@ -8,9 +8,9 @@ from enum import Enum
 import strawberry
 
 from service.adaptation.background import AdaptRequest, AdaptStatus
-from service.api.adaptation import adaptation, start_adaptation
 from service.bootstrap import App
 from service.security.tokens import Identity
+from service.usecases.adaptation import adaptation, start_adaptation
 
 
 @strawberry.enum(

@@ -9,12 +9,12 @@ from enum import Enum
 
 import strawberry
 
-from service.api.audit import AuditedQueries
-from service.api.audited_analysis import AuditedAnalysis
 from service.api.graphql.results import Chunk, SourceDocument, Timing
 from service.domain.analysis import Comparison, ComparisonRequest, Summary, SummaryRequest
 from service.query.cancellation import Cancellation
 from service.security.tokens import Identity
+from service.usecases.audit import AuditedQueries
+from service.usecases.audited_analysis import AuditedAnalysis
 
 
 @strawberry.enum(description="How long a summary is: SHORT (at most 5 sentences), MEDIUM (12), LONG (30).")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import strawberry
 
-from service.api.calibration import calibrate
 from service.bootstrap import App
 from service.domain.calibration import Distribution
 from service.domain.calibration_report import CalibrationReport, LevelPrediction
 from service.domain.threshold import Threshold
 from service.security.tokens import Identity
+from service.usecases.calibration import calibrate
 
 
 @strawberry.type(description="One percentile of a score sample.")

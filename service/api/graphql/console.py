@@ -17,13 +17,13 @@ from acl.errors import InvalidArgument, NotFound
 from indexer.loaders import content_type_for
 from indexer.source_uris import shown_source_uri
 from service.access.store_summaries import StoreSummaries
-from service.api.audit import AuditedQueries
 from service.api.graphql.results import Chunk
 from service.bootstrap import App
 from service.domain.authorization import AdminOperation, require_admin
 from service.domain.queries import VectorQuery
 from service.domain.source_links import source_link
 from service.security.tokens import Identity
+from service.usecases.audit import AuditedQueries
 
 #: Most documents one picker request lists.
 MAX_DOCUMENTS = 200
@@ -123,7 +123,7 @@ def relevancy_preview(
     if store is None:
         raise NotFound(f"store {store_id!r} not found")
     engine = app.one_shot_engine  # kept out of the admin's history
-    one_shot = AuditedQueries(lambda: engine, queries.repository, queries.metrics)
+    one_shot = AuditedQueries(lambda: engine, queries.repository, queries.metrics, outcome_of=queries.outcome_of)
     query = VectorQuery(store.id, question, level=0.0, max_chunks=size, perform_llm_query=False)
     answer = one_shot.ask(identity, query, PREVIEW_INTERFACE)
     # The admin's own rights decide the preview: say so when they read nothing here, not "0 of 0 pass".

@@ -16,13 +16,13 @@ from typing import Any, TypeVar
 
 from strawberry.types import Info
 
-from service.api.audit import AuditedQueries
 from service.api.errors import mapping_for
 from service.api.stream_pool import StreamPool
 from service.bootstrap import App
 from service.observability.metrics import Metrics
 from service.query.cancellation import Cancellation
 from service.security.tokens import Authenticator, Identity
+from service.usecases.audit import AuditedQueries
 
 T = TypeVar("T")
 

@@ -13,8 +13,6 @@ from indexer.index.attributes import frozen_metadata
 from service.access.authorized import AuthorizedAdmin
 from service.access.state import AclView
 from service.access.store_summaries import StoreSummaries, StoreSummary, Viewer
-from service.api.adaptation import adaptation, start_adaptation
-from service.api.calibration import calibrate
 from service.api.errors import for_remote_caller, mapping_for, public_message
 from service.api.grpc.adaptation import adapt_request, adaptation_message
 from service.api.grpc.calibration import calibration_message
@@ -23,6 +21,8 @@ from service.api.grpc.explain import explanation_message, question_message
 from service.api.grpc.filters import pushed_modified
 from service.domain.store import STORE_SETTINGS
 from service.persistence.ports import ADMIN_SOURCE
+from service.usecases.adaptation import adaptation, start_adaptation
+from service.usecases.calibration import calibrate
 
 
 def settings_message(services: Services, summary: StoreSummary) -> Any:

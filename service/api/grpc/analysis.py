@@ -9,11 +9,11 @@ from typing import Any, TypeVar
 
 import grpc
 
-from service.api.audited_analysis import AuditedAnalysis
 from service.api.grpc.context import Services, call_cancellation, check_deadline, rpc
 from service.api.grpc.query import chunk_message, document_message
 from service.domain.analysis import Comparison, ComparisonRequest, Summary, SummaryRequest
 from service.query.cancellation import Cancellation
+from service.usecases.audited_analysis import AuditedAnalysis
 
 T = TypeVar("T", Summary, Comparison)
 _PIECE = re.compile(r"\S+\s*|\s+")

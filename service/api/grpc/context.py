@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 import grpc
 
 from acl.errors import DeadlineExceeded, DocQAError, ResourceExhausted, Unauthenticated
-from service.api.audit import AuditedQueries
 from service.api.errors import for_remote_caller, mapping_for, public_message
 from service.api.grpc.stubs import Stubs
 from service.api.stream_pool import StreamPool
@@ -22,6 +21,7 @@ from service.observability.metrics import Metrics
 from service.query.cancellation import Cancellation
 from service.security.rate_limit import Limiter
 from service.security.tokens import Authenticator, Identity
+from service.usecases.audit import AuditedQueries
 
 log = logging.getLogger("docqa.grpc")
 

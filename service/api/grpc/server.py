@@ -10,7 +10,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from service.api.audit import AuditedQueries
+from service.api.errors import outcome_of
 from service.api.grpc.admin import AdminServicer, IndexingServicer
 from service.api.grpc.analysis import AnalysisServicer
 from service.api.grpc.context import Services
@@ -24,6 +24,7 @@ from service.bootstrap import App
 from service.observability.metrics import Metrics
 from service.security.shared_rate_limit import limiter_for
 from service.security.tokens import Authenticator
+from service.usecases.audit import AuditedQueries
 
 log = logging.getLogger("docqa.grpc")
 
@@ -35,7 +36,7 @@ def services_for(app: App, metrics: Metrics, authenticator: Authenticator | None
         app=app,
         stubs=load(),
         authenticator=authenticator or Authenticator(app.settings),
-        queries=AuditedQueries(lambda: app.engine, lambda: app.repository, metrics),
+        queries=AuditedQueries(lambda: app.engine, lambda: app.repository, metrics, outcome_of=outcome_of),
         metrics=metrics,
         streams=StreamPool(limits.max_streams),
         limiter=limiter_for(limits.rate, "grpc", metrics.rate_limit_store_failures.labels("grpc").inc),

@@ -21,11 +21,11 @@ from typing import Any
 
 import grpc
 
-from service.api.audit import AuditedQueries
 from service.api.stream_pool import StreamPool
 from service.domain.queries import Answer, Query
 from service.query.cancellation import Cancellation
 from service.security.tokens import Identity
+from service.usecases.audit import AuditedQueries
 
 
 def streamed_answer(

@@ -1,6 +1,6 @@
 """The audit row keeps counts: how many documents a request named and chunks its answer had.
 
-An audit row keeps only the first few ids of each (``service.api.audit``), so
+An audit row keeps only the first few ids of each (``service.usecases.audit``), so
 the counts say how many there were. Rows written before this revision have no
 counts (NULL); readers count the ids those rows kept.
 

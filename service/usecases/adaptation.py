@@ -10,17 +10,32 @@ administrator.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Protocol
+
 from service.adaptation.background import AdaptRequest, AdaptStatus
-from service.bootstrap import App
 from service.domain.authorization import AdminOperation, HasRole, require_admin
 from service.persistence.ports import AuditRecord
+
+if TYPE_CHECKING:
+    from service.adaptation.background import AdaptJobs
+    from service.persistence.ports import SettingsRepository
 
 #: The audit trail's class of an adaptation started through the servers.
 ADAPT_AUDIT_CLASS = "adapt"
 
 
+class AdaptationApp(Protocol):
+    """What starting and reading an adaptation needs of the wiring (``service.bootstrap.App``)."""
+
+    @property
+    def repository(self) -> SettingsRepository: ...
+
+    @property
+    def adapt_jobs(self) -> AdaptJobs: ...
+
+
 def start_adaptation(
-    app: App, caller: HasRole, store_id: str, request: AdaptRequest, *, user_id: str, interface: str
+    app: AdaptationApp, caller: HasRole, store_id: str, request: AdaptRequest, *, user_id: str, interface: str
 ) -> AdaptStatus:
     """The first status of a run of ``store_id`` now started in the background. PermissionDenied unless
     ``caller`` is an admin (before anything is read); InvalidArgument, NotFound, ResourceExhausted as
@@ -50,7 +65,7 @@ def start_adaptation(
     return app.adapt_jobs.start(store_id, request, user_id, on_start=audit)
 
 
-def adaptation(app: App, caller: HasRole, store_id: str) -> AdaptStatus:
+def adaptation(app: AdaptationApp, caller: HasRole, store_id: str) -> AdaptStatus:
     """The store's adaptation as ``AdaptJobs.status`` tells it. PermissionDenied unless ``caller`` is an admin."""
     require_admin(caller, AdminOperation.ADAPT_STORE)
     return app.adapt_jobs.status(store_id)

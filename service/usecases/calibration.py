@@ -7,14 +7,42 @@ settings, which records the change in the audit trail.
 
 from __future__ import annotations
 
-from service.bootstrap import App
+from typing import TYPE_CHECKING, Protocol
+
 from service.domain.authorization import AdminOperation, HasRole, require_admin
 from service.domain.calibration_report import CalibrationReport
 from service.query.calibration import Calibrator
 
+if TYPE_CHECKING:
+    from indexer.embedder import Embedder
+    from indexer.index import Index
+    from service.access.admin import Admin
+    from service.persistence.ports import SettingsRepository
+
+
+class CalibrationApp(Protocol):
+    """What calibrating needs of the wiring (``service.bootstrap.App``)."""
+
+    @property
+    def repository(self) -> SettingsRepository: ...
+
+    @property
+    def index(self) -> Index: ...
+
+    def embedder(self, model: str | None = None) -> Embedder: ...
+
+    def admin_without_index(self) -> Admin: ...
+
 
 def calibrate(
-    app: App, caller: HasRole, store_id: str, *, sample: int | None, apply: bool, user_id: str, interface: str
+    app: CalibrationApp,
+    caller: HasRole,
+    store_id: str,
+    *,
+    sample: int | None,
+    apply: bool,
+    user_id: str,
+    interface: str,
 ) -> CalibrationReport:
     """The store's calibration report; with ``apply`` its proposed scale is stored (``applied`` is then True).
     PermissionDenied unless ``caller`` is an admin."""

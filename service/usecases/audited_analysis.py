@@ -10,19 +10,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from service.api.audit import (
-    AUDIT_CHUNK_IDS,
-    AUDIT_DOCUMENT_IDS,
-    AuditedQueries,
-    bounded_ids,
-    outcome_of,
-    record_answer,
-)
 from service.domain.analysis import Comparison, ComparisonRequest, Summary, SummaryRequest
 from service.domain.history import HistoryEntry
 from service.persistence.ports import AuditRecord
 from service.query.cancellation import Cancellation
 from service.security.tokens import Identity
+from service.usecases.audit import (
+    AUDIT_CHUNK_IDS,
+    AUDIT_DOCUMENT_IDS,
+    AuditedQueries,
+    bounded_ids,
+    record_answer,
+)
 
 R = TypeVar("R", Summary, Comparison)
 
@@ -93,7 +92,9 @@ class AuditedAnalysis:
             if cancel is not None:
                 cancel.check()
         except (Exception, KeyboardInterrupt) as exc:  # Ctrl-C: audited CANCELLED, nothing kept in history
-            self._record(identity, name, store_id, documents, document_count, interface, outcome_of(exc), started)
+            self._record(
+                identity, name, store_id, documents, document_count, interface, self.queries.outcome_of(exc), started
+            )
             raise
         self.queries.metrics.query_latency.labels(name).observe(time.perf_counter() - started)
         chunks, chunk_count = bounded_ids([c.chunk_id for c in result.sources], AUDIT_CHUNK_IDS)
@@ -119,6 +120,7 @@ class AuditedAnalysis:
             lambda outcome: self._record(
                 identity, name, store_id, documents, document_count, interface, outcome, started, result.query_id
             ),
+            self.queries.outcome_of,
         )
         return self.queries.shown(identity, result)
 

@@ -15,13 +15,12 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-from acl.errors import DocQAError, InvalidArgument
+from acl.errors import InvalidArgument
 from indexer.index.attributes import parse_instant
-from service.api.errors import mapping_for
 from service.domain.analysis import Comparison, Summary
 from service.domain.authorization import AdminOperation, require_admin
 from service.domain.history import HistoryEntry
@@ -65,16 +64,17 @@ def _scope(query: Query) -> tuple[tuple[str, ...], int]:
     return (), 0
 
 
-def outcome_of(exc: BaseException) -> str:
-    """A failure's audit outcome: the status name of DocQA's error, CANCELLED for an interrupt (Ctrl-C on the
-    CLI), INTERNAL for any other."""
-    if isinstance(exc, KeyboardInterrupt):
-        return "CANCELLED"
-    return mapping_for(exc).grpc_status if isinstance(exc, DocQAError) else "INTERNAL"
+#: A failure's audit outcome: the status name the entry points' one error table gives it
+#: (``service.api.errors.outcome_of``, handed in by the transport that builds the use case).
+Outcome = Callable[[BaseException], str]
 
 
 def record_answer(
-    repository: AuditLog, record: AuditRecord, history: Sequence[HistoryEntry], failed: Callable[[str], None]
+    repository: AuditLog,
+    record: AuditRecord,
+    history: Sequence[HistoryEntry],
+    failed: Callable[[str], None],
+    outcome_of: Outcome,
 ) -> None:
     """An answer's audit ``record`` and its ``history`` entries in one transaction: both kept, or neither. When
     they cannot be written, ``failed(outcome)`` leaves the failure's audit row in their place (the answer's text
@@ -99,6 +99,8 @@ class AuditedQueries:
     metrics: Metrics
     #: The CLI on the server: its operator may read the audit trail, so results keep their timings.
     operator: bool = False
+    #: The audit outcome of a failure (``service.api.errors.outcome_of``).
+    outcome_of: Outcome = field(kw_only=True)
 
     def ask(
         self,
@@ -121,7 +123,7 @@ class AuditedQueries:
             if cancel is not None:
                 cancel.check()  # an answer nobody waits for any more is audited as such, and not kept
         except (Exception, KeyboardInterrupt) as exc:  # Ctrl-C: audited CANCELLED, nothing kept in history
-            self._record_failure(identity, query, name, interface, outcome_of(exc), started)
+            self._record_failure(identity, query, name, interface, self.outcome_of(exc), started)
             raise
         self.metrics.query_latency.labels(name).observe(time.perf_counter() - started)
         generate_ms = answer.timings_ms.get("generate")
@@ -149,6 +151,7 @@ class AuditedQueries:
             record,
             kept,
             lambda outcome: self._record_failure(identity, query, name, interface, outcome, started, answer.query_id),
+            self.outcome_of,
         )
         if not identity.authenticated:
             log.warning("query %s answered for an unauthenticated caller", answer.query_id)

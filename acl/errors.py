@@ -1,8 +1,11 @@
-"""The one error hierarchy every DocQA layer raises.
+"""The one error hierarchy every DocQA layer raises: its base and the errors of any layer.
 
 It lives in ``acl`` because ``acl`` is the bottom layer that every other
-package may import. Entry points map each class to a gRPC status, a GraphQL
-error code and a CLI exit code in one table (``service.api.errors``). Messages are
+package may import. The errors of one layer's adapters live with that layer and
+derive from these: ``indexer.errors`` (the index, the loaders),
+``service.generation.errors`` and ``service.ranking.errors`` (the generator and
+the reranker). Entry points map each class to a gRPC status, a GraphQL error
+code and a CLI exit code in one table (``service.api.errors``). Messages are
 written for the caller: they never carry document text, credentials, or a hint
 about documents the caller cannot read.
 """
@@ -38,18 +41,6 @@ class Unavailable(DocQAError):
     """A dependency (index, LLM, database) is down after bounded retries."""
 
 
-class IndexUnavailable(Unavailable):
-    """The vector index cannot be reached."""
-
-
-class GeneratorUnavailable(Unavailable):
-    """The LLM cannot be reached or keeps failing."""
-
-
-class RerankerUnavailable(Unavailable):
-    """The reranking model cannot be reached, fails, or answers nonsense; the query keeps its retrieval order."""
-
-
 class DeadlineExceeded(DocQAError):
     """The caller's deadline passed before the work finished."""
 
@@ -80,11 +71,3 @@ class RateLimited(ResourceExhausted):
 
 class ConfigurationError(DocQAError):
     """Configuration is missing or malformed; the message names the key."""
-
-
-class LoadError(DocQAError):
-    """A source document could not be read (corrupt, encrypted, unreadable)."""
-
-
-class UnsafePath(LoadError):
-    """A path the folder scan refuses to read: a link, a special file, or outside its folder."""

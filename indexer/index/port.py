@@ -10,8 +10,9 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
-from acl.errors import IndexUnavailable, InvalidArgument
+from acl.errors import InvalidArgument
 from acl.model import Acl
+from indexer.errors import IndexUnavailable
 from indexer.index.attributes import EMPTY_METADATA
 from indexer.index.filters import Filter
 

@@ -113,7 +113,7 @@ def load_manifest(path: Path) -> Manifest:
     """Read and validate a manifest file; it is never read through a symbolic link."""
     import yaml
 
-    from acl.errors import LoadError
+    from indexer.errors import LoadError
     from indexer.ingest.safe_scan import read_file_nofollow
 
     try:

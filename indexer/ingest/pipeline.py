@@ -19,11 +19,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from acl.errors import DocQAError, InvalidArgument, LoadError, UnsafePath
+from acl.errors import DocQAError, InvalidArgument
 from acl.model import Acl
 from indexer.chunker import Chunker
 from indexer.documents import DocumentRecord, LoadedDocument, validate_title
 from indexer.embedder import Embedder
+from indexer.errors import LoadError, UnsafePath
 from indexer.index import ChunkRecord, Index
 from indexer.index.attributes import EMPTY_METADATA, frozen_metadata, instant, iso
 from indexer.index.port import DocumentsRejected

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from acl.errors import LoadError, UnsafePath
+from indexer.errors import LoadError, UnsafePath
 from indexer.index.attributes import from_millis
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

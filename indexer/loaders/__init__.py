@@ -11,8 +11,8 @@ from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
 
-from acl.errors import LoadError
 from indexer.documents import LoadedDocument
+from indexer.errors import LoadError
 
 __all__ = ["SUPPORTED_SUFFIXES", "content_type_for", "load_bytes", "load_path"]
 

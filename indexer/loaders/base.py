@@ -12,8 +12,8 @@ import re
 from dataclasses import replace
 from pathlib import PurePath
 
-from acl.errors import LoadError
 from indexer.documents import Block, LoadedDocument
+from indexer.errors import LoadError
 
 BLOCK_SEPARATOR = "\n\n"
 

@@ -9,8 +9,8 @@ import docx
 from docx.table import Table
 from docx.text.paragraph import Paragraph
 
-from acl.errors import LoadError
 from indexer.documents import LoadedDocument
+from indexer.errors import LoadError
 from indexer.loaders.base import DocumentBuilder, unreadable
 
 CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"

@@ -19,8 +19,8 @@ from typing import Any
 
 from pypdf import PasswordType, PdfReader
 
-from acl.errors import LoadError
 from indexer.documents import MAX_TITLE_CHARS, LoadedDocument
+from indexer.errors import LoadError
 from indexer.loaders.base import DocumentBuilder, one_line, unreadable
 from indexer.loaders.pdf_front import drop_front_matter
 from indexer.loaders.pdf_text import Page, clean_pages, heading_key, normalise, page_lines

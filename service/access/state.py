@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from acl.errors import DocQAError, IndexUnavailable, NotFound
+from acl.errors import DocQAError, NotFound
 from acl.model import Acl, validate_principal
 from indexer.documents import DocumentRecord
+from indexer.errors import IndexUnavailable
 from service.persistence.ports import (
     ADMIN_SOURCE,
     GLOBAL_SCOPE,

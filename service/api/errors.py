@@ -12,7 +12,6 @@ from acl.errors import (
     DeadlineExceeded,
     DocQAError,
     InvalidArgument,
-    LoadError,
     NotFound,
     PermissionDenied,
     RateLimited,
@@ -20,6 +19,7 @@ from acl.errors import (
     Unauthenticated,
     Unavailable,
 )
+from indexer.errors import LoadError
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,8 +18,9 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
-from acl.errors import ConfigurationError, GeneratorUnavailable
+from acl.errors import ConfigurationError
 from service.config import Settings, WatsonxConfig
+from service.generation.errors import GeneratorUnavailable
 from service.generation.extractive import EXTRACTIVE_MODEL_ID
 from service.generation.port import Completion, Generator
 from service.generation.prompt import Prompt

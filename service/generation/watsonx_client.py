@@ -23,8 +23,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from acl.errors import ConfigurationError, GeneratorUnavailable, Unavailable
+from acl.errors import ConfigurationError, Unavailable
 from service.config import WatsonxConfig
+from service.generation.errors import GeneratorUnavailable
 
 if TYPE_CHECKING:
     import httpx

@@ -9,7 +9,6 @@ from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import replace
 
-from acl.errors import GeneratorUnavailable
 from indexer.index import ChunkRecord, SearchHit
 from service.domain.queries import (
     NO_ANSWER_GENERATED,
@@ -23,6 +22,7 @@ from service.domain.queries import (
 from service.domain.source_links import source_link
 from service.domain.threshold import Threshold
 from service.generation.citations import check_citations
+from service.generation.errors import GeneratorUnavailable
 from service.generation.inert import inert_quotes
 from service.generation.link_policy import LinkPolicy
 from service.generation.port import Completion, Generator

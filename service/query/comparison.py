@@ -17,12 +17,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from acl.errors import GeneratorUnavailable
 from indexer.index import ChunkRecord
 from service.domain.analysis import Comparison, ComparisonTopic, TopicEntry, evenly, long_document
 from service.domain.limits import Limits
 from service.domain.queries import group_by_document
 from service.generation.boilerplate import boilerplate_section
+from service.generation.errors import GeneratorUnavailable
 from service.generation.extractive import ExtractiveGenerator
 from service.generation.port import Generator
 from service.generation.prompt import ContextChunk

@@ -15,13 +15,13 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 
-from acl.errors import GeneratorUnavailable
 from indexer.index import ChunkRecord
 from service.domain.analysis import Summary, SummaryLength, SummarySection, evenly, long_document
 from service.domain.limits import Limits
 from service.domain.queries import group_by_document
 from service.domain.source_links import source_link
 from service.generation.boilerplate import boilerplate_section
+from service.generation.errors import GeneratorUnavailable
 from service.generation.extractive import ExtractiveGenerator
 from service.generation.extractive_summary import MAX_SENTENCES, ExtractiveSummarizer
 from service.generation.port import Generator

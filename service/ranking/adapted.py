@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from acl.errors import RerankerUnavailable
 from indexer.index import SearchHit
 from indexer.index.port import Vector
 from service.ranking.adapted_model import MANIFEST_FILE, AdaptedModel, AdaptedModelError, model_folder
+from service.ranking.errors import RerankerUnavailable
 from service.ranking.features import CHARS_PER_TOKEN, passage
 from service.ranking.port import Reranked, Reranker
 

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from acl.errors import ConfigurationError, RerankerUnavailable
+from acl.errors import ConfigurationError
 from indexer.index import SearchHit
 from indexer.index.port import Vector
+from service.ranking.errors import RerankerUnavailable
 from service.ranking.features import CHARS_PER_TOKEN, passage
 from service.ranking.port import Reranked, Reranker, ranked
 

@@ -34,11 +34,11 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from acl.errors import RerankerUnavailable
 from indexer.embedder import Embedder
 from indexer.index import SearchHit
 from indexer.index.port import Vector
 from service.ranking import features as f
+from service.ranking.errors import RerankerUnavailable
 from service.ranking.port import Reranked, Reranker, ranked
 
 FEATURES = ("dense", "heading", "overlap", "title_overlap", "document", "sentence")

@@ -27,7 +27,7 @@ class Reranker(ABC):
     """Orders candidates by how well they answer a question.
 
     ``rerank`` returns every hit it is given exactly once, best first, ties in
-    the order given. It raises ``acl.errors.RerankerUnavailable`` (an
+    the order given. It raises ``service.ranking.errors.RerankerUnavailable`` (an
     ``Unavailable``) when its model cannot answer; the caller then keeps the
     order it had.
     """

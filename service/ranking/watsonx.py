@@ -17,11 +17,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from acl.errors import ConfigurationError, RerankerUnavailable
+from acl.errors import ConfigurationError
 from indexer.index import SearchHit
 from indexer.index.port import Vector
 from service.config import RerankConfig, WatsonxConfig
 from service.generation.watsonx_client import WatsonxConnection
+from service.ranking.errors import RerankerUnavailable
 from service.ranking.features import CHARS_PER_TOKEN, passage
 from service.ranking.port import Reranked, Reranker, ranked
 

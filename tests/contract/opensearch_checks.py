@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from acl.errors import IndexUnavailable, NotFound
+from acl.errors import NotFound
 from acl.model import Acl
+from indexer.errors import IndexUnavailable
 from indexer.index.filters import acl_filter, and_, documents_filter
 from indexer.index.opensearch.index import OpenSearchIndex
 from indexer.index.port import StoreSpec

@@ -14,10 +14,10 @@ from typing import Any
 import grpc
 import pytest
 
-from acl.errors import GeneratorUnavailable
 from service.api.grpc.stubs import Stubs, load
 from service.bootstrap import App
 from service.domain.queries import Caller
+from service.generation.errors import GeneratorUnavailable
 from service.generation.port import Completion, Generator
 from service.generation.prompt import Prompt
 from service.persistence.ports import AuditRecord

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from acl.errors import IndexUnavailable
+from indexer.errors import IndexUnavailable
 from indexer.index.opensearch.client import connect
 from indexer.index.opensearch.index import OpenSearchIndex, OpenSearchOptions
 from indexer.index.port import StoreSpec

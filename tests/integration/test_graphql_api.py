@@ -212,7 +212,7 @@ def test_graphiql_health_and_metrics(server: Any) -> None:
 
 
 def test_readyz_fails_while_the_index_cannot_serve(server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from acl.errors import IndexUnavailable
+    from indexer.errors import IndexUnavailable
 
     app, http = server
     ready = f"http://127.0.0.1:{http.port}/readyz"

@@ -317,7 +317,7 @@ def test_oversized_request_is_refused_cleanly(world: Any, stubs: Stubs) -> None:
 
 
 def test_unavailable_when_the_index_is_down(tmp_path: Path, stubs: Stubs) -> None:
-    from acl.errors import IndexUnavailable
+    from indexer.errors import IndexUnavailable
     from tests.fakes import FakeIndex
 
     class DownIndex(FakeIndex):

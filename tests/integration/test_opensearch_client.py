@@ -22,7 +22,8 @@ from urllib.parse import parse_qsl, quote
 
 import pytest
 
-from acl.errors import ConfigurationError, IndexUnavailable
+from acl.errors import ConfigurationError
+from indexer.errors import IndexUnavailable
 from indexer.index.filters import acl_filter
 from indexer.index.opensearch.client import AwsSigV4, check_server, connect
 from indexer.index.opensearch.index import OpenSearchOptions

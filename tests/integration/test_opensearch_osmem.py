@@ -34,8 +34,9 @@ import numpy as np
 import pytest
 from osmem_server import OsmemServer
 
-from acl.errors import IndexUnavailable, InvalidArgument, NotFound
+from acl.errors import InvalidArgument, NotFound
 from acl.model import Acl
+from indexer.errors import IndexUnavailable
 from indexer.index.filters import acl_filter, documents_filter
 from indexer.index.opensearch.client import connect
 from indexer.index.opensearch.index import ChunksRejected, OpenSearchIndex, OpenSearchOptions

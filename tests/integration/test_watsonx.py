@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
-from acl.errors import ConfigurationError, GeneratorUnavailable
+from acl.errors import ConfigurationError
 from acl.model import Acl
 from service.bootstrap import build_app
 from service.config import GeneratorConfig, Settings, WatsonxConfig, load_settings
 from service.domain.queries import NO_ANSWER_GENERATED, Caller, VectorQuery
+from service.generation.errors import GeneratorUnavailable
 from service.generation.prompt import ContextChunk, Prompt
 from service.generation.watsonx import WatsonxGenerator, check
 from service.query.engine import QueryEngine

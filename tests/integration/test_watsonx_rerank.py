@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from acl.errors import ConfigurationError, RerankerUnavailable
+from acl.errors import ConfigurationError
 from acl.model import Acl
 from indexer.index import ChunkRecord, SearchHit
 from service.bootstrap import build_app
@@ -20,6 +20,7 @@ from service.config import GeneratorConfig, RerankConfig, Settings, WatsonxConfi
 from service.query.context import QueryContext
 from service.query.reranking import Reranking
 from service.ranking.build import check
+from service.ranking.errors import RerankerUnavailable
 from service.ranking.watsonx import WatsonxReranker
 from tests.integration import test_watsonx as wx
 from tests.integration.watsonx_standin import StandIn

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acl.errors import LoadError
 from indexer.chunker import ChunkDraft, Chunker
 from indexer.documents import LoadedDocument
 from indexer.embedder import HFTokenizer
+from indexer.errors import LoadError
 from indexer.loaders import load_bytes
 from indexer.loaders.base import DocumentBuilder
 

@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from acl.errors import IndexUnavailable, InvalidArgument, NotFound
+from acl.errors import InvalidArgument, NotFound
 from acl.model import Acl
+from indexer.errors import IndexUnavailable
 from indexer.index.embedded import sqlite as embedded_sqlite
 from indexer.index.embedded.ef_policy import EfPolicy
 from indexer.index.embedded.index import EmbeddedIndex

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 
 import pytest
 
-from acl.errors import RerankerUnavailable
 from acl.model import Acl
 from indexer.index import SearchHit
 from indexer.index.port import Vector
 from service.domain.queries import Caller, MultiDocumentQuery, VectorQuery
 from service.query.engine import QueryEngine
+from service.ranking.errors import RerankerUnavailable
 from service.ranking.port import Reranked, Reranker, ranked
 from tests.unit.engine_world import STORE, World, make_world
 

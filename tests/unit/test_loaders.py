@@ -13,8 +13,8 @@ from pypdf import PdfReader, PdfWriter
 from reportlab.lib.pagesizes import letter
 from reportlab.pdfgen import canvas
 
-from acl.errors import LoadError
 from indexer.documents import LoadedDocument
+from indexer.errors import LoadError
 from indexer.loaders import SUPPORTED_SUFFIXES, content_type_for, load_bytes, load_path
 
 # -- fixtures built at test time -----------------------------------------------------------

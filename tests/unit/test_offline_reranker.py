@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acl.errors import RerankerUnavailable
 from acl.model import Acl
 from indexer.embedder import Embedder
 from indexer.index import ChunkRecord, SearchHit
 from service.generation.extractive import content_terms
+from service.ranking.errors import RerankerUnavailable
 from service.ranking.features import heading_text, terms
 from service.ranking.offline import FEATURES, OfflineReranker, OfflineWeights
 from tests.fakes_service import FakeEmbedder

@@ -17,7 +17,8 @@ from typing import Any, cast
 import numpy as np
 import pytest
 
-from acl.errors import ConfigurationError, IndexUnavailable
+from acl.errors import ConfigurationError
+from indexer.errors import IndexUnavailable
 from indexer.index.opensearch.client import AwsSigV4, ServerInfo, check_server, connect, server_problems
 from indexer.index.opensearch.index import OpenSearchIndex, OpenSearchOptions
 from indexer.index.opensearch.responses import ServerFacts

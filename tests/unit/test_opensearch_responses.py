@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from acl.errors import ConfigurationError, IndexUnavailable, InvalidArgument, NotFound
+from acl.errors import ConfigurationError, InvalidArgument, NotFound
 from acl.model import Acl
+from indexer.errors import IndexUnavailable
 from indexer.index.filters import acl_filter, documents_filter
 from indexer.index.opensearch.index import ChunksRejected, OpenSearchIndex, OpenSearchOptions
 from indexer.index.opensearch.mapping import (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from acl.errors import LoadError
+from indexer.errors import LoadError
 from indexer.loaders import load_bytes
 from indexer.loaders.pdf_front import drop_front_matter
 from indexer.loaders.pdf_text import clean_pages, page_lines

@@ -179,7 +179,7 @@ class RejectingIndex(FakeIndex):
 
 class AclFailingIndex(FakeIndex):
     def set_document_acl(self, store_id, document_id, acl):  # type: ignore[no-untyped-def]
-        from acl.errors import IndexUnavailable
+        from indexer.errors import IndexUnavailable
 
         raise IndexUnavailable("index unavailable: down")
 
@@ -195,7 +195,7 @@ def test_rejected_document_is_reported_and_retried_next_run(folder: Path, repo: 
 
 
 def test_failed_index_acl_update_marks_document_for_reindex(folder: Path, repo: SqlSettingsRepository) -> None:
-    from acl.errors import IndexUnavailable
+    from indexer.errors import IndexUnavailable
 
     ingestor(FakeIndex(), repo, FakeEmbedder()).index_folder(folder)
     (folder / "acl.yaml").write_text(MANIFEST.replace("[group:finance]", "[user:bob]"))
@@ -214,7 +214,7 @@ def test_a_file_that_cannot_be_read_still_takes_the_manifests_narrower_acl(
     # HR restricts guide.txt in the manifest and on disk (chmod 600 by its owner, so the indexer gets
     # EACCES). The run reports guide.txt as failed and keeps its old text: that must not keep its old ACL.
     import indexer.ingest.pipeline as pipeline
-    from acl.errors import LoadError
+    from indexer.errors import LoadError
     from indexer.ingest.safe_scan import read_inside as real
 
     index = FakeIndex()

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from acl.errors import LoadError, UnsafePath
+from indexer.errors import LoadError, UnsafePath
 from indexer.index import StoreSpec
 from indexer.ingest import pipeline
 from indexer.ingest.pipeline import IndexReport, Ingestor

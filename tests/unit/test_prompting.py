@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acl.errors import GeneratorUnavailable
 from acl.model import Acl
 from service.domain.queries import NO_ANSWER_GENERATED, Answer, Caller, VectorQuery
 from service.domain.store import DEFAULT_PROMPT_TEMPLATE
+from service.generation.errors import GeneratorUnavailable
 from service.generation.port import Completion
 from service.generation.prompt import ContextChunk, Prompt
 from service.generation.prompting import Budgeted, TokenBudget, estimate_tokens, fit_prompt

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from acl.errors import ConfigurationError, RerankerUnavailable
+from acl.errors import ConfigurationError
 from acl.model import Acl
 from indexer.index import ChunkRecord, SearchHit
 from indexer.index.port import Vector
@@ -18,6 +18,7 @@ from service.config import RerankConfig, Settings, load_settings
 from service.domain.store import Store
 from service.query.context import QueryContext
 from service.query.reranking import Reranking
+from service.ranking.errors import RerankerUnavailable
 from service.ranking.offline import OfflineReranker
 from service.ranking.port import Reranked, Reranker, ranked
 from tests.fakes_service import FakeEmbedder

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from acl.errors import InvalidArgument, LoadError, UnsafePath
+from acl.errors import InvalidArgument
 from acl.model import EVERYONE
+from indexer.errors import LoadError, UnsafePath
 from indexer.index import StoreSpec
 from indexer.ingest.pipeline import Ingestor
 from indexer.ingest.safe_scan import read_inside, shown

@@ -6,7 +6,8 @@ import dataclasses
 
 import numpy as np
 
-from acl.errors import IndexUnavailable, NotFound
+from acl.errors import NotFound
+from indexer.errors import IndexUnavailable
 from indexer.index.embedded.filters import filter_mask
 from indexer.index.embedded.store import OpenStore
 from indexer.index.filters import Filter, and_, documents_filter, validate

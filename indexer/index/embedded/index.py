@@ -23,8 +23,9 @@ from typing import TypeVar
 
 import numpy as np
 
-from acl.errors import IndexUnavailable, InvalidArgument, NotFound
+from acl.errors import InvalidArgument, NotFound
 from acl.model import Acl
+from indexer.errors import IndexUnavailable
 from indexer.index.embedded.chunks import document_chunks
 from indexer.index.embedded.filters import filter_mask
 from indexer.index.embedded.lexical import lexical_search

@@ -39,7 +39,8 @@ from contextlib import closing
 import numpy as np
 import numpy.typing as npt
 
-from acl.errors import IndexUnavailable, InvalidArgument, NotFound
+from acl.errors import InvalidArgument, NotFound
+from indexer.errors import IndexUnavailable
 from indexer.index.embedded.filters import filter_mask
 from indexer.index.embedded.fulltext import match_expression
 from indexer.index.embedded.lexicon import Floats, bm25, phrase_tokens, readable_stats, word_tokens

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from acl.errors import IndexUnavailable
+from indexer.errors import IndexUnavailable
 from indexer.index.embedded.lexicon import Lexicon
 from indexer.index.embedded.rows import Rows
 

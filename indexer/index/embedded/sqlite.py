@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from acl.errors import IndexUnavailable, InvalidArgument
+from acl.errors import InvalidArgument
 from acl.model import Acl
+from indexer.errors import IndexUnavailable
 from indexer.index.attributes import from_millis, frozen_metadata, metadata_pairs, to_millis
 from indexer.index.embedded import changes
 from indexer.index.embedded.fulltext import ensure_fulltext, ranked

@@ -59,8 +59,9 @@ from opensearchpy.exceptions import (
 from opensearchpy.exceptions import ConnectionError as TransportConnectionError
 from opensearchpy.helpers import streaming_bulk
 
-from acl.errors import ConfigurationError, IndexUnavailable, InvalidArgument, NotFound
+from acl.errors import ConfigurationError, InvalidArgument, NotFound
 from acl.model import Acl
+from indexer.errors import IndexUnavailable
 from indexer.index.filters import Filter
 from indexer.index.lexical import query_terms
 from indexer.index.opensearch.filters import to_query

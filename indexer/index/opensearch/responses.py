@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from acl.errors import IndexUnavailable, InvalidArgument
+from acl.errors import InvalidArgument
 from acl.model import Acl
+from indexer.errors import IndexUnavailable
 from indexer.index.attributes import pairs_metadata, parse_instant
 from indexer.index.port import ChunkRecord
 

@@ -1,16 +1,15 @@
 """The embedded index adapter: in-process, persisted in SQLite, no server needed.
 
-Each store is one SQLite file (``<data_dir>/<store_id>.sqlite``, WAL mode), the
-source of truth, mirrored in memory as a float32 matrix with tombstones and
-keyword postings. A filter becomes a set of allowed rows in about a millisecond
-even at 1M rows; ``knn`` then picks per query, like OpenSearch's efficient
-filtering, between exact search over just those rows and a filtered faiss HNSW
-graph searched with the efSearch its calibration says the filter needs
-(``embedded_search.Planner``, ``hnsw_policy``), falling back to exact rather
-than return fewer than ``k`` hits; the graph is built in the background once
-queries have shown it is worth its cost (``embedded_graph``). ``lexical`` is
-BM25 over the file's FTS5 index with the same filter mask (``embedded.lexical``),
-ranked from an in-memory copy of that index where ``keep_lexicons`` asks for one.
+Each store is one SQLite file (``<data_dir>/<store_id>.sqlite``, WAL mode), the source of
+truth, mirrored in memory as a float32 matrix with tombstones and keyword postings. A filter
+becomes a set of allowed rows in about a millisecond even at 1M rows; ``knn`` then picks per
+query, like OpenSearch's efficient filtering, between exact search over just those rows and
+a filtered faiss HNSW graph searched with the efSearch its calibration says the filter needs
+(``embedded_search.Planner``, ``hnsw_policy``), falling back to exact rather than return
+fewer than ``k`` hits; the graph is built in the background once queries have shown it is
+worth its cost (``embedded_graph``). ``lexical`` is BM25 over the file's FTS5 index with the
+same filter mask (``embedded.lexical``), ranked from an in-memory copy of that index where
+``keep_lexicons`` asks for one.
 """
 
 from __future__ import annotations

@@ -1,38 +1,16 @@
-"""What the web console asks of GraphQL besides the queries: a store's readable documents (the document
-picker) and the admin's relevancy preview.
-
-The picker lists only documents the caller may read, decided by the same access check every query runs; a
-store where they may read nothing is NOT_FOUND, as for every other operation. The preview is an ordinary
-vector query (the admin's own rights, audited, kept out of history) with no threshold, each chunk marked with
-the highest level at which it would still pass, so that a slider can show the effect of a level at once.
+"""The web console's document picker and relevancy preview as GraphQL types; what they list and score is
+decided by the use case (``service.usecases.console``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import strawberry
 
-from acl.errors import InvalidArgument, NotFound
-from indexer.loaders import content_type_for
-from indexer.source_uris import shown_source_uri
-from service.access.store_summaries import StoreSummaries
 from service.api.graphql.results import Chunk
 from service.bootstrap import App
-from service.domain.authorization import AdminOperation, require_admin
-from service.domain.queries import VectorQuery
-from service.domain.source_links import source_link
 from service.security.tokens import Identity
+from service.usecases import console
 from service.usecases.audit import AuditedQueries
-
-#: Most documents one picker request lists.
-MAX_DOCUMENTS = 200
-#: Most chunks one preview scores.
-MAX_PREVIEW_CHUNKS = 50
-#: The audit trail's interface name for preview queries (so they are told apart from users' questions).
-PREVIEW_INTERFACE = "console-preview"
-#: The preview's notice to an admin who administers a store but may read none of its documents.
-NOTHING_READABLE = "you can read none of this store's documents"
 
 
 @strawberry.type(description="A document the caller may read (for choosing what to ask about).")
@@ -71,43 +49,20 @@ class RelevancyPreview:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Page:
-    search: str | None
-    first: int
-
-    @classmethod
-    def of(cls, search: str | None, first: int | None) -> _Page:
-        size = 50 if first is None else first
-        if isinstance(size, bool) or not 1 <= size <= MAX_DOCUMENTS:
-            raise InvalidArgument(f"first must be between 1 and {MAX_DOCUMENTS}")
-        if search is not None and len(search) > 200:
-            raise InvalidArgument("search is longer than 200 characters")
-        text = None if search is None else search.strip().casefold()
-        return cls(text or None, size)
-
-    def matches(self, document_id: str, title: str) -> bool:
-        return self.search is None or self.search in document_id.casefold() or self.search in title.casefold()
-
-
 def readable_documents(
     app: App, identity: Identity, store_id: str, search: str | None, first: int | None
 ) -> list[DocumentInfo]:
     """The documents of ``store_id`` the caller may read whose id or title holds ``search``, by title."""
-    page = _Page.of(search, first)
-    store, readable = StoreSummaries(app.repository).readable_documents(store_id, identity.caller())
-    shown = [d for d in readable if page.matches(d.id, d.title)]
-    shown.sort(key=lambda d: (d.title.casefold(), d.id))
     return [
         DocumentInfo(
-            document_id=d.id,
+            document_id=d.document_id,
             title=d.title,
-            source_uri=shown_source_uri(d.source_uri, local=False),
-            content_type=content_type_for(d.id),
-            link=source_link(d.id, d.source_uri, base_url=store.source_base_url),
-            chunks=d.chunk_count,
+            source_uri=d.source_uri,
+            content_type=d.content_type,
+            link=d.link,
+            chunks=d.chunks,
         )
-        for d in shown[: page.first]
+        for d in console.readable_documents(app, identity, store_id, search, first)
     ]
 
 
@@ -115,25 +70,12 @@ def relevancy_preview(
     app: App, queries: AuditedQueries, identity: Identity, store_id: str, question: str, k: int | None
 ) -> RelevancyPreview:
     """The top ``k`` chunks the admin may read for ``question``, with no threshold (admin only)."""
-    require_admin(identity, AdminOperation.RELEVANCY_PREVIEW)
-    size = 20 if k is None else k
-    if isinstance(size, bool) or not 1 <= size <= MAX_PREVIEW_CHUNKS:
-        raise InvalidArgument(f"k must be between 1 and {MAX_PREVIEW_CHUNKS}")
-    store = app.repository.get_store(store_id) if isinstance(store_id, str) else None
-    if store is None:
-        raise NotFound(f"store {store_id!r} not found")
-    engine = app.one_shot_engine  # kept out of the admin's history
-    one_shot = AuditedQueries(lambda: engine, queries.repository, queries.metrics, outcome_of=queries.outcome_of)
-    query = VectorQuery(store.id, question, level=0.0, max_chunks=size, perform_llm_query=False)
-    answer = one_shot.ask(identity, query, PREVIEW_INTERFACE)
-    # The admin's own rights decide the preview: say so when they read nothing here, not "0 of 0 pass".
-    principals = engine.principals(identity.caller(), store.id)
-    readable = bool(answer.chunks) or app.repository.store_for_reader(store.id, principals) is not None
+    preview = console.relevancy_preview(app, queries, identity, store_id, question, k)
     return RelevancyPreview(
-        store_id=store.id,
-        level=store.level,
-        min_threshold=store.min_threshold,
-        max_threshold=store.max_threshold,
-        chunks=[PreviewChunk(chunk=Chunk.of(c), max_passing_level=c.relevance or 0.0) for c in answer.chunks],
-        notice=None if readable else NOTHING_READABLE,
+        store_id=preview.store_id,
+        level=preview.level,
+        min_threshold=preview.min_threshold,
+        max_threshold=preview.max_threshold,
+        chunks=[PreviewChunk(chunk=Chunk.of(c), max_passing_level=c.relevance or 0.0) for c in preview.chunks],
+        notice=preview.notice,
     )

@@ -86,8 +86,8 @@ def generate(target: Path = GEN_DIR, root: Path = PROTO_ROOT) -> None:
             f"--plugin=protoc-gen-mypy_grpc={mypy_grpc}",
             f"--python_out={out}",
             f"--grpc_python_out={out}",
-            f"--mypy_out={out}",
-            f"--mypy_grpc_out={out}",
+            f"--mypy_out=quiet:{out}",
+            f"--mypy_grpc_out=quiet:{out}",
             *(str(p.relative_to(root)) for p in protos),
         ]
         if protoc.main(args) != 0:

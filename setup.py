@@ -35,7 +35,7 @@ class BuildPyWithStubs(build_py):
     def finalize_options(self) -> None:
         stubgen = _stubgen()
         if stubgen.proto_files() and not stubgen.fresh():
-            stubgen.generate()
+            stubgen.generate(required=True)
         if self.distribution.packages is not None and GEN_PACKAGE not in self.distribution.packages:
             self.distribution.packages.append(GEN_PACKAGE)
         super().finalize_options()

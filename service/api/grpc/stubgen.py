@@ -47,14 +47,27 @@ def fresh(target: Path = GEN_DIR, root: Path = PROTO_ROOT) -> bool:
     return stamp.is_file() and stamp.read_text() == source_hash(root)
 
 
-def _plugin(name: str) -> Path:
+def _plugin(name: str) -> Path | None:
     found = shutil.which(name)
-    if found is None:
-        beside = Path(sysconfig.get_path("scripts")) / name
-        if not beside.is_file():
-            raise StubGenerationError(f"{name} not found: install mypy-protobuf (a build requirement)")
-        return beside
-    return Path(found)
+    if found is not None:
+        return Path(found)
+    beside = Path(sysconfig.get_path("scripts")) / name
+    return beside if beside.is_file() else None
+
+
+def _typed_args(out: Path, required: bool) -> list[str]:
+    """mypy-protobuf's options (typed ``.pyi`` of the messages and the services); protoc's own message
+    ``.pyi`` where it is not installed and not ``required`` (a source checkout installed without it)."""
+    plugins = [_plugin(name) for name in _PLUGINS]
+    if None in plugins:
+        if required:
+            raise StubGenerationError("protoc-gen-mypy not found: install mypy-protobuf (a build requirement)")
+        return [f"--pyi_out={out}"]
+    return [
+        *(f"--plugin={name}={path}" for name, path in zip(_PLUGINS, plugins, strict=True)),
+        f"--mypy_out=quiet:{out}",
+        f"--mypy_grpc_out=quiet:{out}",
+    ]
 
 
 def _relative(text: str) -> str:
@@ -65,15 +78,15 @@ def _relative(text: str) -> str:
     return re.sub(r"\bdocqa\.v1\.(\w+_pb2)\b", r"\1", text)
 
 
-def generate(target: Path = GEN_DIR, root: Path = PROTO_ROOT) -> None:
-    """Run protoc over ``root`` and write an importable, typed package (``.py`` and ``.pyi``) to ``target``."""
+def generate(target: Path = GEN_DIR, root: Path = PROTO_ROOT, *, required: bool = False) -> None:
+    """Run protoc over ``root`` and write an importable, typed package (``.py`` and ``.pyi``) to ``target``;
+    ``required``: mypy-protobuf must type it (the build step)."""
     from grpc_tools import protoc  # type: ignore[import-untyped,unused-ignore]
 
     protos = proto_files(root)
     if not protos:
         raise StubGenerationError(f"no .proto files under {root}")
     include = Path(protoc.__file__).parent / "_proto"
-    mypy, mypy_grpc = (_plugin(name) for name in _PLUGINS)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".grpc_gen-") as tmp:
         out = Path(tmp) / "out"
@@ -82,12 +95,9 @@ def generate(target: Path = GEN_DIR, root: Path = PROTO_ROOT) -> None:
             "grpc_tools.protoc",
             f"-I{root}",
             f"-I{include}",
-            f"--plugin=protoc-gen-mypy={mypy}",
-            f"--plugin=protoc-gen-mypy_grpc={mypy_grpc}",
             f"--python_out={out}",
             f"--grpc_python_out={out}",
-            f"--mypy_out=quiet:{out}",
-            f"--mypy_grpc_out=quiet:{out}",
+            *_typed_args(out, required),
             *(str(p.relative_to(root)) for p in protos),
         ]
         if protoc.main(args) != 0:

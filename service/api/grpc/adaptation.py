@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from types import ModuleType
-from typing import Any
-
 from service.adaptation.background import AdaptRequest, AdaptStatus
+from service.api.grpc.stubs import admin_pb2
 
 
-def adapt_request(options: Any) -> AdaptRequest:
+def adapt_request(options: admin_pb2.AdaptationOptions) -> AdaptRequest:
     """The ``AdaptationOptions`` message as a request (no principals: the server's default)."""
     return AdaptRequest(
         principals=tuple(options.principals) or None,
@@ -19,11 +17,11 @@ def adapt_request(options: Any) -> AdaptRequest:
     )
 
 
-def adaptation_message(admin: ModuleType, s: AdaptStatus) -> Any:
-    """``Adaptation`` of ``s`` (``admin``: the generated ``admin_pb2`` module)."""
-    return admin.Adaptation(
+def adaptation_message(s: AdaptStatus) -> admin_pb2.Adaptation:
+    """``Adaptation`` of ``s``."""
+    return admin_pb2.Adaptation(
         store_id=s.store_id,
-        state=admin.AdaptationState.Value(f"ADAPTATION_STATE_{s.state.name}"),
+        state=admin_pb2.AdaptationState.Value(f"ADAPTATION_STATE_{s.state.name}"),
         phase=s.phase,
         done=s.done,
         total=s.total,

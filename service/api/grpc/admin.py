@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import cast
 
 import grpc
 
@@ -19,17 +19,18 @@ from service.api.grpc.calibration import calibration_message
 from service.api.grpc.context import Services, rpc
 from service.api.grpc.explain import explanation_message, question_message
 from service.api.grpc.filters import pushed_modified
+from service.api.grpc.stubs import admin_pb2, admin_pb2_grpc, common_pb2, indexing_pb2, indexing_pb2_grpc
 from service.domain.store import STORE_SETTINGS
 from service.persistence.ports import ADMIN_SOURCE
 from service.usecases.adaptation import adaptation, start_adaptation
 from service.usecases.calibration import calibrate
 
 
-def settings_message(services: Services, summary: StoreSummary) -> Any:
+def settings_message(services: Services, summary: StoreSummary) -> admin_pb2.StoreSettings:
     """A store's settings as the viewer may see them; admin-only fields (and a setting without value) are empty."""
     store = summary.store
     settings = {declared.name: summary.setting(declared) for declared in STORE_SETTINGS}
-    return services.stubs.admin.StoreSettings(
+    return admin_pb2.StoreSettings(
         store_id=store.id,
         name=store.name,
         embedding_model=summary.embedding_model or "",
@@ -45,7 +46,7 @@ def _admin(services: Services, context: grpc.ServicerContext) -> AuthorizedAdmin
     return services.app.admin_for(identity, f"grpc:{identity.user_id}")
 
 
-class AdminServicer:
+class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     def __init__(self, services: Services) -> None:
         self.services = services
 
@@ -54,30 +55,38 @@ class AdminServicer:
         return StoreSummaries(repository), Viewer.of(self.services.identity(context).caller())
 
     @rpc
-    def GetStoreSettings(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def GetStoreSettings(
+        self, request: admin_pb2.GetStoreSettingsRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.StoreSettings:
         # Any verified caller, for a store where they may read a document; admins see every setting.
         listing, viewer = self._listing(context)
         return settings_message(self.services, listing.one(request.store_id, viewer))
 
     @rpc
-    def SetStoreSettings(self, request: Any, context: grpc.ServicerContext) -> Any:
-        changes = {s.name: getattr(request, s.name) for s in STORE_SETTINGS if request.HasField(s.name)}
+    def SetStoreSettings(
+        self, request: admin_pb2.SetStoreSettingsRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.StoreSettings:
+        # The settings' names are the request's optional fields (the table generates admin.proto's messages).
+        has = cast(Callable[[str], bool], request.HasField)
+        changes = {s.name: getattr(request, s.name) for s in STORE_SETTINGS if has(s.name)}
         _admin(self.services, context).update_settings(request.store_id, changes)
         listing, viewer = self._listing(context)
         return settings_message(self.services, listing.one(request.store_id, viewer))
 
     @rpc
-    def ListStores(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def ListStores(
+        self, request: admin_pb2.ListStoresRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.ListStoresResponse:
         listing, viewer = self._listing(context)
-        return self.services.stubs.admin.ListStoresResponse(
-            stores=[settings_message(self.services, s) for s in listing.list(viewer)]
-        )
+        return admin_pb2.ListStoresResponse(stores=[settings_message(self.services, s) for s in listing.list(viewer)])
 
     @rpc
-    def ListAuditEntries(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def ListAuditEntries(
+        self, request: admin_pb2.ListAuditEntriesRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.ListAuditEntriesResponse:
         identity = self.services.identity(context)
         records = self.services.queries.entries(identity, request.user_id or None, request.limit or 100)
-        entry = self.services.stubs.admin.AuditEntry
+        entry = admin_pb2.AuditEntry
         entries = []
         for r in records:
             document_count, chunk_count = r.counts()
@@ -97,26 +106,36 @@ class AdminServicer:
             if r.threshold is not None:
                 message.threshold = r.threshold
             entries.append(message)
-        return self.services.stubs.admin.ListAuditEntriesResponse(entries=entries)
+        return admin_pb2.ListAuditEntriesResponse(entries=entries)
 
-    def _member(self, request: Any, context: grpc.ServicerContext, action: str) -> Any:
+    def _member(
+        self, request: admin_pb2.GroupMemberRequest, context: grpc.ServicerContext, action: str
+    ) -> admin_pb2.GroupMemberResponse:
         changed = _admin(self.services, context).change_member(action, request.group, request.member)
-        return self.services.stubs.admin.GroupMemberResponse(changed=changed)
+        return admin_pb2.GroupMemberResponse(changed=changed)
 
     @rpc
-    def AddGroupMember(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def AddGroupMember(
+        self, request: admin_pb2.GroupMemberRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.GroupMemberResponse:
         return self._member(request, context, "add")
 
     @rpc
-    def RemoveGroupMember(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def RemoveGroupMember(
+        self, request: admin_pb2.GroupMemberRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.GroupMemberResponse:
         return self._member(request, context, "remove")
 
     @rpc
-    def ResetGroupMember(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def ResetGroupMember(
+        self, request: admin_pb2.GroupMemberRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.GroupMemberResponse:
         return self._member(request, context, "reset")
 
     @rpc
-    def CalibrateStore(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def CalibrateStore(
+        self, request: admin_pb2.CalibrateStoreRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.CalibrateStoreResponse:
         identity = self.services.identity(context)
         sample = request.sample if request.HasField("sample") else None
         report = calibrate(
@@ -128,10 +147,12 @@ class AdminServicer:
             user_id=identity.user_id,
             interface="grpc",
         )
-        return calibration_message(self.services.stubs.admin, report)
+        return calibration_message(report)
 
     @rpc
-    def StartAdaptation(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def StartAdaptation(
+        self, request: admin_pb2.StartAdaptationRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.Adaptation:
         identity = self.services.identity(context)
         status = start_adaptation(
             self.services.app,
@@ -141,15 +162,19 @@ class AdminServicer:
             user_id=identity.user_id,
             interface="grpc",
         )
-        return adaptation_message(self.services.stubs.admin, status)
+        return adaptation_message(status)
 
     @rpc
-    def GetAdaptation(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def GetAdaptation(
+        self, request: admin_pb2.GetAdaptationRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.Adaptation:
         status = adaptation(self.services.app, self.services.identity(context), request.store_id)
-        return adaptation_message(self.services.stubs.admin, status)
+        return adaptation_message(status)
 
     @rpc
-    def ExplainAccess(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def ExplainAccess(
+        self, request: admin_pb2.ExplainAccessRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.ExplainAccessResponse:
         identity = self.services.identity(context)
         admin = self.services.app.admin_for(identity, f"grpc:{identity.user_id}")
         if request.question:
@@ -163,24 +188,26 @@ class AdminServicer:
                 by=identity.user_id,
                 interface="grpc",
             )
-            return question_message(self.services.stubs.admin, searched)
+            return question_message(searched)
         result = admin.explain_access(
             request.user_id, request.document_id, request.store_id or None, by=identity.user_id, interface="grpc"
         )
-        return explanation_message(self.services.stubs.admin, self.services.stubs.common, result)
+        return explanation_message(result)
 
 
-def _acl(message: Any) -> Acl:
+def _acl(message: common_pb2.Acl) -> Acl:
     return Acl.of(message.allow, message.deny)
 
 
-class IndexingServicer:
+class IndexingServicer(indexing_pb2_grpc.IndexingServiceServicer):
     """Content-management plugins push documents; every call needs the admin role."""
 
     def __init__(self, services: Services) -> None:
         self.services = services
 
-    def _upsert(self, admin: AuthorizedAdmin, request: Any) -> Any:
+    def _upsert(
+        self, admin: AuthorizedAdmin, request: indexing_pb2.UpsertDocumentRequest
+    ) -> indexing_pb2.UpsertDocumentResponse:
         if not request.document_id or len(request.document_id) > 1000:
             raise InvalidArgument("document_id must be 1 to 1000 characters")
         kind = request.WhichOneof("content")
@@ -209,25 +236,28 @@ class IndexingServicer:
             modified=modified,
         )
         outcome = "indexed" if report.indexed else "acl_updated" if report.acl_updated else "unchanged"
-        return self.services.stubs.indexing.UpsertDocumentResponse(
+        return indexing_pb2.UpsertDocumentResponse(
             document_id=request.document_id, outcome=outcome, chunks=report.chunks
         )
 
     @rpc
-    def UpsertDocument(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def UpsertDocument(
+        self, request: indexing_pb2.UpsertDocumentRequest, context: grpc.ServicerContext
+    ) -> indexing_pb2.UpsertDocumentResponse:
         admin = _admin(self.services, context)
         admin.may_index()  # before the request is looked at
         return self._upsert(admin, request)
 
     @rpc
-    def DeleteDocument(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def DeleteDocument(
+        self, request: indexing_pb2.DeleteDocumentRequest, context: grpc.ServicerContext
+    ) -> indexing_pb2.DeleteDocumentResponse:
         _admin(self.services, context).delete_document(request.document_id, request.store_id or None)
-        return self.services.stubs.indexing.DeleteDocumentResponse()
+        return indexing_pb2.DeleteDocumentResponse()
 
-    def _acl_state(self, view: AclView) -> Any:
-        common = self.services.stubs.common
-        reply = self.services.stubs.indexing.SetDocumentAclResponse(
-            acl=common.Acl(allow=sorted(view.effective.allow), deny=sorted(view.effective.deny)),
+    def _acl_state(self, view: AclView) -> indexing_pb2.SetDocumentAclResponse:
+        reply = indexing_pb2.SetDocumentAclResponse(
+            acl=common_pb2.Acl(allow=sorted(view.effective.allow), deny=sorted(view.effective.deny)),
             source=view.source,
             store_id=view.store_id,
         )
@@ -236,32 +266,40 @@ class IndexingServicer:
             reply.changed_at = "" if view.changed_at is None else view.changed_at.isoformat()
             if view.ingested is not None and view.ingested != view.effective:
                 reply.source_acl.CopyFrom(
-                    common.Acl(allow=sorted(view.ingested.allow), deny=sorted(view.ingested.deny))
+                    common_pb2.Acl(allow=sorted(view.ingested.allow), deny=sorted(view.ingested.deny))
                 )
         return reply
 
     @rpc
-    def SetDocumentAcl(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def SetDocumentAcl(
+        self, request: indexing_pb2.SetDocumentAclRequest, context: grpc.ServicerContext
+    ) -> indexing_pb2.SetDocumentAclResponse:
         view = _admin(self.services, context).set_acl(
             request.document_id, request.acl.allow, request.acl.deny, request.store_id or None
         )
         return self._acl_state(view)
 
     @rpc
-    def GetDocumentAcl(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def GetDocumentAcl(
+        self, request: indexing_pb2.GetDocumentAclRequest, context: grpc.ServicerContext
+    ) -> indexing_pb2.SetDocumentAclResponse:
         view = _admin(self.services, context).acl_view(request.document_id, request.store_id or None)
         return self._acl_state(view)
 
     @rpc
-    def ResetDocumentAcl(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def ResetDocumentAcl(
+        self, request: indexing_pb2.ResetDocumentAclRequest, context: grpc.ServicerContext
+    ) -> indexing_pb2.SetDocumentAclResponse:
         view = _admin(self.services, context).reset_acl(request.document_id, request.store_id or None)
         return self._acl_state(view)
 
     @rpc
-    def BulkUpsert(self, request_iterator: Iterator[Any], context: grpc.ServicerContext) -> Any:
+    def BulkUpsert(
+        self, request_iterator: Iterator[indexing_pb2.UpsertDocumentRequest], context: grpc.ServicerContext
+    ) -> indexing_pb2.BulkUpsertResponse:
         admin = _admin(self.services, context)
         admin.may_index()  # before the stream is read
-        result = self.services.stubs.indexing.BulkUpsertResult
+        result = indexing_pb2.BulkUpsertResult
         results = []
         for request in request_iterator:
             try:
@@ -279,4 +317,4 @@ class IndexingServicer:
                 )
             else:
                 results.append(result(document_id=done.document_id, ok=True, outcome=done.outcome, chunks=done.chunks))
-        return self.services.stubs.indexing.BulkUpsertResponse(results=results)
+        return indexing_pb2.BulkUpsertResponse(results=results)

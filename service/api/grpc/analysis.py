@@ -8,40 +8,42 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf.message import Message
 
 from service.api.grpc.context import Services, call_cancellation, check_deadline, rpc
 from service.api.grpc.query import chunk_message, document_message
+from service.api.grpc.stubs import analysis_pb2, analysis_pb2_grpc
 from service.domain.analysis import Comparison, ComparisonRequest, Summary, SummaryRequest
 from service.query.cancellation import Cancellation
 from service.usecases.audited_analysis import AuditedAnalysis
 
 T = TypeVar("T", Summary, Comparison)
+M = TypeVar("M", bound=Message)
 _PIECE = re.compile(r"\S+\s*|\s+")
 _LENGTHS = {0: None, 1: "short", 2: "medium", 3: "long"}
 
 
-def summary_request(request: Any) -> SummaryRequest:
+def summary_request(request: analysis_pb2.SummarizeDocumentRequest) -> SummaryRequest:
     # An unknown enum number reaches the engine as itself and is refused there (INVALID_ARGUMENT).
     return SummaryRequest(request.store_id, request.document_id, _LENGTHS.get(request.length, str(request.length)))
 
 
-def comparison_request(request: Any) -> ComparisonRequest:
+def comparison_request(request: analysis_pb2.CompareDocumentsRequest) -> ComparisonRequest:
     question = request.question if request.HasField("question") else None
     return ComparisonRequest(request.store_id, tuple(request.document_ids), question)
 
 
-def _optional(message: Any, values: dict[str, Any]) -> Any:
+def _optional(message: M, values: dict[str, Any]) -> M:
     for name, value in values.items():
         if value is not None:
             setattr(message, name, value)
     return message
 
 
-def summary_message(services: Services, summary: Summary) -> Any:
-    m = services.stubs.analysis
+def summary_message(services: Services, summary: Summary) -> analysis_pb2.SummaryResponse:
     sections = [
         _optional(
-            m.SummarySection(
+            analysis_pb2.SummarySection(
                 citation=s.citation,
                 heading_path=list(s.heading_path),
                 chunk_ids=list(s.chunk_ids),
@@ -54,7 +56,7 @@ def summary_message(services: Services, summary: Summary) -> Any:
         )
         for s in summary.sections
     ]
-    message = m.SummaryResponse(
+    message = analysis_pb2.SummaryResponse(
         query_id=summary.query_id,
         document_id=summary.document_id,
         title=summary.title,
@@ -75,14 +77,13 @@ def summary_message(services: Services, summary: Summary) -> Any:
     return _optional(message, {"model_id": summary.model_id, "generation_error": summary.generation_error})
 
 
-def comparison_message(services: Services, comparison: Comparison) -> Any:
-    m = services.stubs.analysis
+def comparison_message(services: Services, comparison: Comparison) -> analysis_pb2.ComparisonResponse:
     topics = [
         _optional(
-            m.ComparisonTopic(
+            analysis_pb2.ComparisonTopic(
                 label=t.label,
                 entries=[
-                    m.TopicEntry(
+                    analysis_pb2.TopicEntry(
                         document_id=e.document_id,
                         citation=e.citation,
                         chunk=chunk_message(services, e.chunk),
@@ -96,7 +97,7 @@ def comparison_message(services: Services, comparison: Comparison) -> Any:
         )
         for t in comparison.topics
     ]
-    message = m.ComparisonResponse(
+    message = analysis_pb2.ComparisonResponse(
         query_id=comparison.query_id,
         document_ids=list(comparison.document_ids),
         topics=topics,
@@ -151,7 +152,7 @@ def streamed(
             yield item
 
 
-class AnalysisServicer:
+class AnalysisServicer(analysis_pb2_grpc.AnalysisServiceServicer):
     """Parses, asks the engine through the audit layer, and answers."""
 
     def __init__(self, services: Services) -> None:
@@ -163,9 +164,9 @@ class AnalysisServicer:
         context: grpc.ServicerContext,
         work: Callable[[Callable[[str], None], Cancellation], T],
         text_of: Callable[[T], str],
-        event: Any,
-        done: Callable[[T], Any],
-    ) -> Iterator[Any]:
+        event: Callable[..., M],
+        done: Callable[[T], Message],
+    ) -> Iterator[M]:
         check_deadline(context)
         result: T | None = None
         pieces = False
@@ -183,14 +184,18 @@ class AnalysisServicer:
         yield event(done=done(result))
 
     @rpc
-    def SummarizeDocument(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def SummarizeDocument(
+        self, request: analysis_pb2.SummarizeDocumentRequest, context: grpc.ServicerContext
+    ) -> analysis_pb2.SummaryResponse:
         identity = self.services.identity(context)
         check_deadline(context)
         summary = self.analysis.summarize(identity, summary_request(request), "grpc", cancel=call_cancellation(context))
         return summary_message(self.services, summary)
 
     @rpc
-    def CompareDocuments(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def CompareDocuments(
+        self, request: analysis_pb2.CompareDocumentsRequest, context: grpc.ServicerContext
+    ) -> analysis_pb2.ComparisonResponse:
         identity = self.services.identity(context)
         check_deadline(context)
         comparison = self.analysis.compare(
@@ -199,25 +204,29 @@ class AnalysisServicer:
         return comparison_message(self.services, comparison)
 
     @rpc
-    def StreamSummarizeDocument(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+    def StreamSummarizeDocument(
+        self, request: analysis_pb2.SummarizeDocumentRequest, context: grpc.ServicerContext
+    ) -> Iterator[analysis_pb2.SummaryEvent]:
         identity = self.services.identity(context)
         parsed = summary_request(request)
         yield from self._stream(
             context,
             lambda on_text, cancel: self.analysis.summarize(identity, parsed, "grpc", on_text, cancel),
             lambda s: s.summary,
-            self.services.stubs.analysis.SummaryEvent,
+            analysis_pb2.SummaryEvent,
             lambda s: summary_message(self.services, s),
         )
 
     @rpc
-    def StreamCompareDocuments(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+    def StreamCompareDocuments(
+        self, request: analysis_pb2.CompareDocumentsRequest, context: grpc.ServicerContext
+    ) -> Iterator[analysis_pb2.ComparisonEvent]:
         identity = self.services.identity(context)
         parsed = comparison_request(request)
         yield from self._stream(
             context,
             lambda on_text, cancel: self.analysis.compare(identity, parsed, "grpc", on_text, cancel),
             lambda c: c.comparison,
-            self.services.stubs.analysis.ComparisonEvent,
+            analysis_pb2.ComparisonEvent,
             lambda c: comparison_message(self.services, c),
         )

@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-from types import ModuleType
-from typing import Any
-
+from service.api.grpc.stubs import admin_pb2
 from service.domain.calibration import Distribution
 from service.domain.calibration_report import CalibrationReport
 
 
-def _scores(admin: ModuleType, d: Distribution) -> Any:
-    return admin.CalibrationScores(
+def _scores(d: Distribution) -> admin_pb2.CalibrationScores:
+    return admin_pb2.CalibrationScores(
         count=d.count,
         mean=d.mean,
         min=d.minimum,
         max=d.maximum,
-        percentiles=[admin.CalibrationPercentile(percentile=p, score=v) for p, v in d.percentiles],
+        percentiles=[admin_pb2.CalibrationPercentile(percentile=p, score=v) for p, v in d.percentiles],
     )
 
 
-def calibration_message(admin: ModuleType, r: CalibrationReport) -> Any:
-    """``CalibrateStoreResponse`` of ``r`` (``admin``: the generated ``admin_pb2`` module)."""
-    return admin.CalibrateStoreResponse(
+def calibration_message(r: CalibrationReport) -> admin_pb2.CalibrateStoreResponse:
+    """``CalibrateStoreResponse`` of ``r``."""
+    return admin_pb2.CalibrateStoreResponse(
         store_id=r.store_id,
         embedding_model=r.embedding_model,
         documents=r.documents,
@@ -30,8 +28,8 @@ def calibration_message(admin: ModuleType, r: CalibrationReport) -> Any:
         title_probes=r.probes.titles,
         heading_probes=r.probes.headings,
         sentence_probes=r.probes.sentences,
-        answerable=_scores(admin, r.answerable),
-        off_topic=_scores(admin, r.off_topic),
+        answerable=_scores(r.answerable),
+        off_topic=_scores(r.off_topic),
         cut=r.separation.cut,
         separation_method=r.separation.method,
         balanced_accuracy=r.separation.balanced_accuracy,
@@ -45,7 +43,7 @@ def calibration_message(admin: ModuleType, r: CalibrationReport) -> Any:
         current_saturated=r.current_saturated,
         proposed_saturated=r.proposed_saturated,
         predictions=[
-            admin.CalibrationLevel(
+            admin_pb2.CalibrationLevel(
                 level=p.level,
                 current_threshold=p.current_threshold,
                 current_answer_rate=p.current_answer_rate,

@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-from types import ModuleType
-from typing import Any
-
 from service.access.explain import Explanation, Principal
 from service.access.explain_query import QueryExplanation
+from service.api.grpc.stubs import admin_pb2, common_pb2
 from service.persistence.ports import ADMIN_SOURCE
 
 
-def explanation_message(admin: ModuleType, common: ModuleType, result: Explanation) -> Any:
-    """``result`` as an ``ExplainAccessResponse`` (``admin``, ``common``: the generated message modules)."""
+def explanation_message(result: Explanation) -> admin_pb2.ExplainAccessResponse:
+    """``result`` as an ``ExplainAccessResponse``."""
     view = result.acl
-    reply = admin.ExplainAccessResponse(
+    reply = admin_pb2.ExplainAccessResponse(
         user_id=result.user,
         store_id=view.store_id,
         document_id=view.document_id,
         readable=result.readable,
         reason=result.reason,
-        acl=common.Acl(allow=sorted(view.effective.allow), deny=sorted(view.effective.deny)),
+        acl=common_pb2.Acl(allow=sorted(view.effective.allow), deny=sorted(view.effective.deny)),
         acl_source=view.source,
-        principals=_held(admin, result.principals),
+        principals=_held(result.principals),
     )
     if result.deciding is not None:
         reply.deciding_entry = result.deciding
@@ -31,10 +29,10 @@ def explanation_message(admin: ModuleType, common: ModuleType, result: Explanati
     return reply
 
 
-def question_message(admin: ModuleType, result: QueryExplanation) -> Any:
+def question_message(result: QueryExplanation) -> admin_pb2.ExplainAccessResponse:
     """``result`` (the question form) as an ``ExplainAccessResponse``: chunks, and no document fields."""
-    reply = admin.ExplainAccessResponse(
-        user_id=result.user, store_id=result.store_id, principals=_held(admin, result.principals)
+    reply = admin_pb2.ExplainAccessResponse(
+        user_id=result.user, store_id=result.store_id, principals=_held(result.principals)
     )
     for chunk in result.chunks:
         message = reply.chunks.add(
@@ -52,12 +50,12 @@ def question_message(admin: ModuleType, result: QueryExplanation) -> Any:
     return reply
 
 
-def _held(admin: ModuleType, principals: tuple[Principal, ...]) -> list[Any]:
+def _held(principals: tuple[Principal, ...]) -> list[admin_pb2.HeldPrincipal]:
     return [
-        admin.HeldPrincipal(
+        admin_pb2.HeldPrincipal(
             principal=p.principal,
             path=p.path(),
-            chain=[admin.MembershipLink(member=k.member, group=k.group, source=k.source) for k in p.chain],
+            chain=[admin_pb2.MembershipLink(member=k.member, group=k.group, source=k.source) for k in p.chain],
         )
         for p in principals
     ]

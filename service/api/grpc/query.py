@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 import grpc
 
@@ -12,6 +11,7 @@ from acl.errors import InvalidArgument
 from service.api.grpc.context import Services, call_cancellation, check_deadline, rpc
 from service.api.grpc.filters import query_filter
 from service.api.grpc.streaming import streamed_answer
+from service.api.grpc.stubs import common_pb2, query_pb2, query_pb2_grpc
 from service.domain.queries import (
     Answer,
     DocumentQuery,
@@ -25,71 +25,82 @@ from service.domain.queries import (
 #: Streamed answer pieces: a word with the spaces after it.
 _PIECE = re.compile(r"\S+\s*|\s+")
 
+#: The three query requests (the fields they share are typed alike in each).
+QueryRequest = query_pb2.VectorQueryRequest | query_pb2.MultiDocumentQueryRequest | query_pb2.DocumentQueryRequest
 
-def _opt(request: Any, name: str) -> Any:
-    return getattr(request, name) if request.HasField(name) else None
+
+def _level(request: QueryRequest) -> float | None:
+    return request.level if request.HasField("level") else None
 
 
-def _llm(request: Any) -> bool:
+def _conversation(request: QueryRequest) -> str | None:
+    return request.conversation_id if request.HasField("conversation_id") else None
+
+
+def _max_chunks(request: query_pb2.VectorQueryRequest | query_pb2.MultiDocumentQueryRequest) -> int | None:
+    return request.max_chunks if request.HasField("max_chunks") else None
+
+
+def _llm(request: QueryRequest) -> bool:
     return bool(request.perform_llm_query) if request.HasField("perform_llm_query") else True
 
 
-def vector_query(request: Any) -> VectorQuery:
+def vector_query(request: query_pb2.VectorQueryRequest) -> VectorQuery:
     return VectorQuery(
         request.store_id,
         request.question,
-        _opt(request, "level"),
-        _opt(request, "max_chunks"),
+        _level(request),
+        _max_chunks(request),
         _llm(request),
         query_filter(request),
-        conversation_id=_opt(request, "conversation_id"),
+        conversation_id=_conversation(request),
     )
 
 
-def multi_document_query(request: Any) -> MultiDocumentQuery:
+def multi_document_query(request: query_pb2.MultiDocumentQueryRequest) -> MultiDocumentQuery:
     if len(request.document_ids) == 0:
         raise InvalidArgument("at least one document id is required")
     return MultiDocumentQuery(
         request.store_id,
         request.question,
         tuple(request.document_ids),
-        _opt(request, "level"),
-        _opt(request, "max_chunks"),
+        _level(request),
+        _max_chunks(request),
         _llm(request),
         query_filter(request),
-        conversation_id=_opt(request, "conversation_id"),
+        conversation_id=_conversation(request),
     )
 
 
-def document_query(request: Any) -> DocumentQuery:
+def document_query(request: query_pb2.DocumentQueryRequest) -> DocumentQuery:
     if not request.document_id:
         raise InvalidArgument("document_id is required")
     return DocumentQuery(
         request.store_id,
         request.question,
         request.document_id,
-        _opt(request, "level"),
+        _level(request),
         _llm(request),
         query_filter(request),
-        conversation_id=_opt(request, "conversation_id"),
+        conversation_id=_conversation(request),
     )
 
 
-def chunk_message(services: Services, chunk: SourceChunk) -> Any:
+def chunk_message(services: Services, chunk: SourceChunk) -> common_pb2.SourceChunk:
     # The one presentation of a source chunk (as GraphQL and the CLI's JSON); proto3 optionals stay unset for None.
     fields = {name: value for name, value in chunk.to_dict().items() if value is not None}
-    return services.stubs.common.SourceChunk(**fields)
+    return common_pb2.SourceChunk(**fields)
 
 
-def document_message(services: Services, document: SourceDocument) -> Any:
+def document_message(services: Services, document: SourceDocument) -> query_pb2.SourceDocument:
     # The one presentation of a document's sources, its chunks as chunk_message presents them.
     fields = {name: value for name, value in document.to_dict().items() if value is not None}
     fields["chunks"] = [chunk_message(services, c) for c in document.chunks]
-    return services.stubs.query.SourceDocument(**fields)
+    return query_pb2.SourceDocument(**fields)
 
 
-def answer_message(services: Services, answer: Answer) -> Any:
-    message = services.stubs.query.QueryResponse(
+def answer_message(services: Services, answer: Answer) -> query_pb2.QueryResponse:
+    message = query_pb2.QueryResponse(
         query_id=answer.query_id,
         query_class=answer.query_class,
         chunks=[chunk_message(services, c) for c in answer.chunks],
@@ -117,7 +128,7 @@ def answer_message(services: Services, answer: Answer) -> Any:
     return message
 
 
-class QueryServicer:
+class QueryServicer(query_pb2_grpc.QueryServiceServicer):
     """Parses, asks the engine through the audit layer, and answers."""
 
     def __init__(self, services: Services) -> None:
@@ -129,7 +140,7 @@ class QueryServicer:
         # The work stops when the call ends (cancelled, or past its deadline): audited so, not kept as answered.
         return self.services.queries.ask(identity, query, "grpc", cancel=call_cancellation(context))
 
-    def _stream(self, query: Query, context: grpc.ServicerContext) -> Iterator[Any]:
+    def _stream(self, query: Query, context: grpc.ServicerContext) -> Iterator[query_pb2.QueryEvent]:
         """Answer text first, as the generator produces it, then each scored source, each document's
         sources, then the whole result.
 
@@ -138,7 +149,7 @@ class QueryServicer:
         """
         identity = self.services.identity(context)
         check_deadline(context)
-        event = self.services.stubs.query.QueryEvent
+        event = query_pb2.QueryEvent
         streamed = False
         answer: Answer | None = None
         for item in streamed_answer(self.services.streams, self.services.queries, identity, query, context):
@@ -159,25 +170,37 @@ class QueryServicer:
         yield event(done=answer_message(self.services, answer))
 
     @rpc
-    def VectorQuery(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def VectorQuery(
+        self, request: query_pb2.VectorQueryRequest, context: grpc.ServicerContext
+    ) -> query_pb2.QueryResponse:
         return answer_message(self.services, self._ask(vector_query(request), context))
 
     @rpc
-    def MultiDocumentQuery(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def MultiDocumentQuery(
+        self, request: query_pb2.MultiDocumentQueryRequest, context: grpc.ServicerContext
+    ) -> query_pb2.QueryResponse:
         return answer_message(self.services, self._ask(multi_document_query(request), context))
 
     @rpc
-    def DocumentQuery(self, request: Any, context: grpc.ServicerContext) -> Any:
+    def DocumentQuery(
+        self, request: query_pb2.DocumentQueryRequest, context: grpc.ServicerContext
+    ) -> query_pb2.QueryResponse:
         return answer_message(self.services, self._ask(document_query(request), context))
 
     @rpc
-    def StreamVectorQuery(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+    def StreamVectorQuery(
+        self, request: query_pb2.VectorQueryRequest, context: grpc.ServicerContext
+    ) -> Iterator[query_pb2.QueryEvent]:
         yield from self._stream(vector_query(request), context)
 
     @rpc
-    def StreamMultiDocumentQuery(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+    def StreamMultiDocumentQuery(
+        self, request: query_pb2.MultiDocumentQueryRequest, context: grpc.ServicerContext
+    ) -> Iterator[query_pb2.QueryEvent]:
         yield from self._stream(multi_document_query(request), context)
 
     @rpc
-    def StreamDocumentQuery(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+    def StreamDocumentQuery(
+        self, request: query_pb2.DocumentQueryRequest, context: grpc.ServicerContext
+    ) -> Iterator[query_pb2.QueryEvent]:
         yield from self._stream(document_query(request), context)

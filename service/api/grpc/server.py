@@ -17,7 +17,15 @@ from service.api.grpc.context import Services
 from service.api.grpc.history import HistoryServicer
 from service.api.grpc.malformed import MalformedRequests
 from service.api.grpc.query import QueryServicer
-from service.api.grpc.stubs import load
+from service.api.grpc.stubs import (
+    admin_pb2_grpc,
+    analysis_pb2_grpc,
+    history_pb2_grpc,
+    indexing_pb2_grpc,
+    load,
+    query_pb2_grpc,
+    service_names,
+)
 from service.api.stream_pool import StreamPool
 from service.api.tls import describe, grpc_server_credentials
 from service.bootstrap import App
@@ -73,15 +81,14 @@ def start_grpc(services: Services, host: str | None = None, port: int | None = N
         maximum_concurrent_rpcs=config.grpc_workers * 8,
         interceptors=[MalformedRequests(services.metrics)],
     )
-    stubs = services.stubs
-    stubs.query_grpc.add_QueryServiceServicer_to_server(QueryServicer(services), server)
-    stubs.indexing_grpc.add_IndexingServiceServicer_to_server(IndexingServicer(services), server)
-    stubs.admin_grpc.add_AdminServiceServicer_to_server(AdminServicer(services), server)
-    stubs.analysis_grpc.add_AnalysisServiceServicer_to_server(AnalysisServicer(services), server)
-    stubs.history_grpc.add_HistoryServiceServicer_to_server(HistoryServicer(services), server)
+    query_pb2_grpc.add_QueryServiceServicer_to_server(QueryServicer(services), server)
+    indexing_pb2_grpc.add_IndexingServiceServicer_to_server(IndexingServicer(services), server)
+    admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(services), server)
+    analysis_pb2_grpc.add_AnalysisServiceServicer_to_server(AnalysisServicer(services), server)
+    history_pb2_grpc.add_HistoryServiceServicer_to_server(HistoryServicer(services), server)
     health_servicer = health.HealthServicer(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    names = stubs.service_names()
+    names = service_names()
     reflection.enable_server_reflection((*names, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     address = f"{host or config.host}:{config.grpc_port if port is None else port}"
     credentials = grpc_server_credentials(config.tls)

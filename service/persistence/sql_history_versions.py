@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
+from functools import lru_cache
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Integer, Select, bindparam, func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -18,6 +20,19 @@ from service.persistence.sql_base import transaction
 from service.persistence.sql_settings import DocumentRow
 
 _BATCH = 500
+
+
+@lru_cache(maxsize=128)
+def _spans(count: int) -> Select[Any]:
+    """A document's version and ``count`` spans of its text (``start0``, ``length0``, …): built once per count,
+    so checking an answer's quotes skips building and keying a statement per document."""
+    texts = [
+        func.substr(DocumentRow.text, bindparam(f"start{i}", type_=Integer), bindparam(f"length{i}", type_=Integer))
+        for i in range(count)
+    ]
+    return select(DocumentRow.content_hash, *texts).where(
+        DocumentRow.store_id == bindparam("store_id"), DocumentRow.id == bindparam("document_id")
+    )
 
 
 class SqlDocumentVersions(DocumentVersions):
@@ -47,14 +62,10 @@ class SqlDocumentVersions(DocumentVersions):
         versions: dict[str, str] = {}
         with self._session() as s:
             for document_id, quoted in by_document.items():
-                texts = [
-                    func.substr(DocumentRow.text, span.start + 1, max(span.end - span.start, 0)) for span in quoted
-                ]
-                row = s.execute(
-                    select(DocumentRow.content_hash, *texts).where(
-                        DocumentRow.store_id == store_id, DocumentRow.id == document_id
-                    )
-                ).first()
+                values: dict[str, Any] = {"store_id": store_id, "document_id": document_id}
+                for i, span in enumerate(quoted):
+                    values[f"start{i}"], values[f"length{i}"] = span.start + 1, max(span.end - span.start, 0)
+                row = s.execute(_spans(len(quoted)), values).first()
                 same = row is not None and all(
                     span.start >= 0 and now == span.text for span, now in zip(quoted, row[1:], strict=True)
                 )

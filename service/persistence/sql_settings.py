@@ -7,16 +7,20 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
+    BindParameter,
     DateTime,
     Float,
     ForeignKeyConstraint,
     Integer,
+    Select,
     String,
     Text,
+    bindparam,
     create_engine,
     delete,
     event,
@@ -99,6 +103,34 @@ def _safe_url(engine: Engine) -> str:
     return engine.url.render_as_string(hide_password=True)
 
 
+# A question's reads, as statements built once with bound parameters: SQLAlchemy keys a statement's compiled form
+# by walking it, and a statement object keeps its key, so a question skips building and keying these each time.
+@cache
+def _store_for_reader() -> Select[StoreRow]:
+    principals: BindParameter[Any] = bindparam("principals", expanding=True)
+    readable = exists().where(
+        DocumentRow.store_id == StoreRow.id, readable_document(DocumentRow.store_id, DocumentRow.id, principals)
+    )
+    return select(StoreRow).where(StoreRow.id == bindparam("store_id"), readable)
+
+
+@cache
+def _acl_rows() -> Select[str, str | None, str | None, str | None, str | None]:
+    store_id: BindParameter[str] = bindparam("store_id", type_=String)
+    batch: BindParameter[Any] = bindparam("batch", expanding=True)
+    entries = acl_entries(store_id, batch)
+    columns = (entries.c.principal, entries.c.effect, entries.c.origin, AclOverrideRow.document_id)
+    return (
+        select(DocumentRow.id, *columns)
+        .outerjoin(entries, entries.c.document_id == DocumentRow.id)
+        .outerjoin(
+            AclOverrideRow,
+            (AclOverrideRow.store_id == DocumentRow.store_id) & (AclOverrideRow.document_id == DocumentRow.id),
+        )
+        .where(DocumentRow.store_id == store_id, DocumentRow.id.in_(batch))
+    )
+
+
 def _store(row: StoreRow, defaults: RetrievalDefaults) -> Store:
     values = {}
     for declared in STORE_SETTINGS:
@@ -168,11 +200,8 @@ class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
 
     def store_for_reader(self, store_id: str, principals: frozenset[str]) -> Store | None:
         # One statement, in place of get_store's: the store's row only when some document of it is readable.
-        readable = exists().where(
-            DocumentRow.store_id == StoreRow.id, readable_document(DocumentRow.store_id, DocumentRow.id, principals)
-        )
         with self._session() as s:
-            row = s.scalars(select(StoreRow).where(StoreRow.id == store_id, readable)).first()
+            row = s.scalars(_store_for_reader(), {"store_id": store_id, "principals": sorted(principals)}).first()
             return _store(row, self._defaults) if row else None
 
     def list_stores(self) -> list[Store]:
@@ -276,19 +305,7 @@ class SqlSettingsRepository(SqlAccessRows, SettingsRepository):
         overridden: set[str] = set()
         with self._session() as s:
             for i in range(0, len(wanted), _BATCH):
-                batch = wanted[i : i + _BATCH]
-                entries = acl_entries(store_id, batch)
-                columns = (entries.c.principal, entries.c.effect, entries.c.origin, AclOverrideRow.document_id)
-                rows = s.execute(
-                    select(DocumentRow.id, *columns)
-                    .outerjoin(entries, entries.c.document_id == DocumentRow.id)
-                    .outerjoin(
-                        AclOverrideRow,
-                        (AclOverrideRow.store_id == DocumentRow.store_id)
-                        & (AclOverrideRow.document_id == DocumentRow.id),
-                    )
-                    .where(DocumentRow.store_id == store_id, DocumentRow.id.in_(batch))
-                )
+                rows = s.execute(_acl_rows(), {"store_id": store_id, "batch": wanted[i : i + _BATCH]})
                 for document_id, principal, effect, origin, override in rows:
                     if override is not None:
                         overridden.add(document_id)

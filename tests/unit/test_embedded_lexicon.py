@@ -287,3 +287,37 @@ def test_kth_largest_of_distinct_and_of_two_valued_scores() -> None:
     two = np.where(rng.random(5000) < 0.125, 3.0578, 1e-6)  # formulaic texts: most rows tie
     for k in (1, 30, int(np.count_nonzero(two == 3.0578)) + 1, 5000):
         assert embedded_lexical.kth_largest(two, k) == np.sort(two)[-k]
+
+
+def test_a_tokens_terms_kept_for_every_row_give_the_same_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A question over every row reuses each token's bm25 terms: the same floats as computing them afresh, the
+    second time too, and with nothing kept (``TERMS_KEPT`` 0)."""
+    from indexer.index.embedded import lexicon as module
+
+    rng = np.random.default_rng(7)
+    spans, positions, freqs, at = {}, [], [], 0
+    for token in ("vacation", "rule", "budget"):
+        rows = np.sort(rng.choice(50, size=int(rng.integers(1, 50)), replace=False)).astype(np.int32)
+        spans[token] = (at, at + len(rows))
+        positions.append(rows)
+        freqs.append(rng.integers(1, 4, size=len(rows)).astype(np.float32))
+        at += len(rows)
+    sizes = rng.integers(5, 40, size=50).astype(np.float64)
+
+    def made() -> Lexicon:
+        return Lexicon(
+            np.arange(50), sizes, float(sizes.mean()), spans, np.concatenate(positions), np.concatenate(freqs)
+        )
+
+    tokens = ["rule", "vacation", "absent", "rule"]
+    lexicon = made()
+    fresh = module.bm25(
+        [(lexicon.positions[s:e], lexicon.freqs[s:e]) for s, e in (spans.get(t, (0, 0)) for t in tokens)],
+        sizes,
+        module.Bm25Stats(50, lexicon.avgdl),
+        lexicon.norms,
+    )
+    first, again = lexicon.scores(tokens), lexicon.scores(tokens)
+    assert np.array_equal(first, fresh) and np.array_equal(again, fresh)
+    monkeypatch.setattr(module, "TERMS_KEPT", 0)
+    assert np.array_equal(made().scores(tokens), fresh)

@@ -37,6 +37,8 @@ from indexer.index.embedded.rows import Mask
 K1 = 1.2  # FTS5's bm25() constants
 B = 0.75
 _IDF_FLOOR = 1e-6
+#: Per ``Lexicon``, the most bm25 terms (floats) it keeps of tokens questions searched over every row: 16 MB.
+TERMS_KEPT = 2_000_000
 
 COLUMN_WEIGHT = " ".join(f"WHEN '{column}' THEN {weight!r}" for column, weight in zip(COLUMNS, WEIGHTS, strict=True))
 VOCAB = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.lexicon_vocab USING fts5vocab(main, chunks_fts, instance)"
@@ -68,9 +70,15 @@ class Lexicon:
     #: Per row, bm25's length term ``k1 * (1 - b + b * D / avgdl)``: the same values every query computed per
     #: posting (the same operations in the same order), once.
     norms: Floats = field(init=False, repr=False, compare=False)
+    #: Per token searched over every row (by its span's start), bm25's term for each of its rows: the same
+    #: values every such question computed (``bm25_terms``), kept up to ``TERMS_KEPT`` floats in all.
+    _terms: dict[int, Floats] = field(init=False, repr=False, compare=False)
+    _terms_lock: threading.Lock = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "norms", K1 * ((1 - B) + B * self.sizes / self.avgdl))
+        object.__setattr__(self, "_terms", {})
+        object.__setattr__(self, "_terms_lock", threading.Lock())
 
     @property
     def postings(self) -> int:
@@ -86,10 +94,12 @@ class Lexicon:
         back to higher-is-better; 0.0 where no token occurs. ``readable`` (per row): only those rows are
         scored, and the statistics (row count, average length, rows per token) are theirs, as FTS5 would
         compute them over an index holding only them."""
-        if readable is None:
-            stats = Bm25Stats(len(self.seqs), self.avgdl)
-            phrases = [(self.positions[start:end], self.freqs[start:end]) for start, end in self._spans(tokens)]
-            return bm25(phrases, self.sizes, stats, self.norms)
+        if readable is None:  # bm25() of every row, a token's terms (the same each time) kept
+            scores = np.zeros(len(self.sizes), np.float64)
+            for start, end in self._spans(tokens):
+                if end > start:  # FTS5 adds idf * 0.0 for a token in no row: nothing
+                    scores[self.positions[start:end]] += self._whole_index_terms(start, end)
+            return scores
         stats = readable_stats(self.sizes, readable)
         allowed = np.flatnonzero(readable)
         phrases = []
@@ -103,6 +113,18 @@ class Lexicon:
                 kept = readable[at]
                 phrases.append((at[kept], self.freqs[start:end][kept]))
         return bm25(phrases, self.sizes, stats)
+
+    def _whole_index_terms(self, start: int, end: int) -> Floats:
+        """``bm25_terms`` of the token at ``[start, end)`` over every row (kept while ``TERMS_KEPT`` allows)."""
+        terms = self._terms.get(start)
+        if terms is None:
+            at = self.positions[start:end]
+            stats = Bm25Stats(len(self.seqs), self.avgdl)
+            terms = bm25_terms(len(at), self.freqs[start:end], self.norms[at], stats)
+            with self._terms_lock:
+                if sum(len(kept) for kept in self._terms.values()) + len(terms) <= TERMS_KEPT:
+                    self._terms[start] = terms
+        return terms
 
     def _spans(self, tokens: Sequence[str]) -> list[tuple[int, int]]:
         return [self.spans.get(token, (0, 0)) for token in tokens]
@@ -134,17 +156,22 @@ def bm25(
     FTS5 (its operations in its order). ``norms``: ``Lexicon.norms`` when ``stats`` are the whole index's."""
     scores = np.zeros(len(sizes), np.float64)
     for at, weighted in phrases:
-        hits = len(at)
-        if hits == 0:
+        if len(at) == 0:
             continue  # FTS5 adds idf * 0.0: nothing
-        idf = math.log((stats.rows - hits + 0.5) / (hits + 0.5))
-        if idf <= 0.0:
-            idf = _IDF_FLOOR
-        freq = weighted.astype(np.float64)
         norm = norms[at] if norms is not None else K1 * ((1 - B) + B * sizes[at] / stats.avgdl)
-        # fts5Bm25Function: idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))), in this order.
-        scores[at] += idf * ((freq * (K1 + 1.0)) / (freq + norm))
+        scores[at] += bm25_terms(len(at), weighted, norm, stats)
     return scores
+
+
+def bm25_terms(hits: int, weighted: npt.NDArray[np.float32] | Floats, norm: Floats, stats: Bm25Stats) -> Floats:
+    """One phrase's term of FTS5's bm25() in each of the ``hits`` rows holding it (its weighted frequency
+    there, and each row's length term ``norm``)."""
+    idf = math.log((stats.rows - hits + 0.5) / (hits + 0.5))
+    if idf <= 0.0:
+        idf = _IDF_FLOOR
+    freq = weighted.astype(np.float64)
+    # fts5Bm25Function: idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))), in this order.
+    return idf * ((freq * (K1 + 1.0)) / (freq + norm))
 
 
 #: What one distinct token costs in a ``Lexicon``, in (token, row) pairs (its dict entry and span: ~200 bytes).

@@ -1,0 +1,3 @@
+"""Typed configuration (``service.config.settings``), imported from here by the rest of DocQA."""
+
+from service.config.settings import *  # noqa: F403

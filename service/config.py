@@ -178,7 +178,7 @@ class EmbeddingConfig(_Section):
     #: against fp32 and made once like the export: ~1.6x faster encoding than fp32, vectors at cosine ~0.995 to fp32,
     #: hit@5 kept and hit@1 ~0.02 lower on the quality benchmark. Vectors of one store should come from one
     #: setting: switch on a new store or re-index (``docqa index --reindex``). ``none``: fp32.
-    quantize: Literal["none", "int8"] = "none"
+    quantize: Literal["none", "int8", "bf16"] = "none"
 
     @model_validator(mode="after")
     def _int8_needs_onnx(self) -> EmbeddingConfig:

@@ -7,6 +7,10 @@ cut into buckets padded only to their own longest text, so short texts do not
 pay for long ones. Once the export exists nothing here imports torch, which is
 what makes a cold process fast.
 
+``embedding.quantize: bf16`` runs the same export through OpenVINO in bf16
+(``indexer/embedder_openvino.py``) where the CPU and the installed packages
+allow, and fp32 ONNX Runtime otherwise, saying why once.
+
 When ONNX Runtime is missing or the export cannot be made, the embedder logs
 one warning naming the cause and embeds with the sentence-transformers (torch)
 adapter instead: same vectors, slower.
@@ -66,7 +70,7 @@ class OnnxEmbedder(Embedder):
         batch_size: int = 32,
         threads: int | None = None,
         exporter: Exporter = _torch_exporter,
-        quantize: Literal["none", "int8"] = "none",
+        quantize: Literal["none", "int8", "bf16"] = "none",
         spinning: bool = True,
     ) -> None:
         self.model_name = model
@@ -97,10 +101,10 @@ class OnnxEmbedder(Embedder):
 
     @property
     def backend(self) -> str:
-        """``onnx`` (``onnx-int8`` quantised), or ``torch`` once the embedder has fallen back."""
+        """``onnx`` (``onnx-int8`` quantised, ``openvino-bf16``), or ``torch`` once the embedder has fallen back."""
         if self._fallback is not None:
             return "torch"
-        return "onnx-int8" if self._quantize == "int8" else "onnx"
+        return {"int8": "onnx-int8", "bf16": "openvino-bf16"}.get(self._quantize, "onnx")
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -134,6 +138,23 @@ class OnnxEmbedder(Embedder):
         path = cached_export(self.model_name, self._source, self._caches, self._exporter)
         if self._quantize == "int8":
             path = self._int8(path)
+        session = self._bf16(path) if self._quantize == "bf16" else None
+        if session is None:
+            session = self._onnxruntime(onnxruntime, path)
+            self._inputs = [item.name for item in session.get_inputs()]
+            width = session.get_outputs()[0].shape[-1]
+        else:
+            self._inputs, width = session.input_names, session.output_width
+        if isinstance(width, int) and width != self.dimension:
+            raise OnnxExportError(f"the export gives {width}-d vectors, the model's files say {self.dimension}")
+        from tokenizers import Tokenizer as _HF
+
+        encoder = _HF.from_file(str(self._source / "tokenizer.json"))
+        encoder.no_padding()
+        encoder.enable_truncation(max_length=self.max_tokens)
+        return session, encoder
+
+    def _onnxruntime(self, onnxruntime: Any, path: Path) -> Any:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = self._threads
         options.inter_op_num_threads = 1
@@ -144,16 +165,24 @@ class OnnxEmbedder(Embedder):
             session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # a file that passed its checksum but ONNX Runtime refuses
             raise OnnxExportError(f"ONNX Runtime cannot load {path}: {exc}") from exc
-        self._inputs = [item.name for item in session.get_inputs()]
-        width = session.get_outputs()[0].shape[-1]
-        if isinstance(width, int) and width != self.dimension:
-            raise OnnxExportError(f"the export gives {width}-d vectors, the model's files say {self.dimension}")
-        from tokenizers import Tokenizer as _HF
+        return session
 
-        encoder = _HF.from_file(str(self._source / "tokenizer.json"))
-        encoder.no_padding()
-        encoder.enable_truncation(max_length=self.max_tokens)
-        return session, encoder
+    def _bf16(self, fp32: Path) -> Any:
+        """The export compiled by OpenVINO in bf16; None (fp32 ONNX Runtime, said once) where it cannot be."""
+        from indexer.embedder_openvino import OpenVinoSession, bf16_unavailable
+
+        cause = bf16_unavailable()
+        if cause is None:
+            try:
+                session = OpenVinoSession(fp32, threads=self._threads)
+            except Exception as exc:  # OpenVINO refusing the graph or the device: fp32 still works
+                cause = f"OpenVINO cannot compile {fp32}: {type(exc).__name__}: {exc}"
+            else:
+                log.info("embedding.quantize bf16: encoding with OpenVINO in bf16")
+                return session
+        log.warning("embedding.quantize bf16 unavailable (%s); embedding with the fp32 ONNX export", cause)
+        self._quantize = "none"
+        return None
 
     def _int8(self, fp32: Path) -> Path:
         """The int8 quantisation of the fp32 export (made once and cached like it); the fp32 export when it fails."""

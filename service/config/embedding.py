@@ -21,13 +21,16 @@ class EmbeddingConfig(_Section):
     #: ``int8``: the ONNX export's weights quantised to int8 per channel (``indexer/onnx_quantize.py``), checked
     #: against fp32 and made once like the export: ~1.6x faster encoding than fp32, vectors at cosine ~0.995 to fp32,
     #: hit@5 kept and hit@1 ~0.02 lower on the quality benchmark. Vectors of one store should come from one
-    #: setting: switch on a new store or re-index (``docqa index --reindex``). ``none``: fp32.
-    quantize: Literal["none", "int8"] = "none"
+    #: setting: switch on a new store or re-index (``docqa index --reindex``). ``bf16``: the fp32 export compiled by
+    #: OpenVINO in bfloat16 (``pip install 'docqa[openvino]'``, a CPU with avx512_bf16 or AMX): 2-2.6x fp32's
+    #: chunks per core here, vectors at cosine ~0.9999 to fp32; fp32 with one warning where it cannot run
+    #: (``docqa doctor`` says which). ``none``: fp32.
+    quantize: Literal["none", "int8", "bf16"] = "none"
 
     @model_validator(mode="after")
-    def _int8_needs_onnx(self) -> EmbeddingConfig:
-        if self.quantize == "int8" and (self.backend != "onnx" or self.device not in (None, "cpu")):
-            raise ValueError("embedding.quantize int8 needs embedding.backend onnx on the CPU")
+    def _quantized_needs_onnx(self) -> EmbeddingConfig:
+        if self.quantize != "none" and (self.backend != "onnx" or self.device not in (None, "cpu")):
+            raise ValueError(f"embedding.quantize {self.quantize} needs embedding.backend onnx on the CPU")
         return self
 
 

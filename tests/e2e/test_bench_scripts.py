@@ -180,6 +180,16 @@ def test_indexing_prints_and_records_its_figures_with_their_provenance(tmp_path:
     assert figures["docs"] == 2 and figures["chunks"] > 0
 
 
+@pytest.mark.slow
+def test_indexing_compares_a_precision_with_fp32_in_one_run(tmp_path: Path) -> None:
+    args = ["--docs", "2", "--repeat", "1", "--precision", "bf16", "--threads", "1"]
+    out = run("indexing", *args, results=tmp_path, timeout=300).stdout
+    assert PROVENANCE_LINE.search(out), out[-2000:]
+    assert "1 thread(s), batch 32: fp32" in out and "ratio" in out
+    figures = recorded(tmp_path, "indexing-precision")
+    assert figures["precision"] == "bf16" and figures["1"]["ratio"] > 0  # bf16, or fp32 where it is unavailable
+
+
 def test_peers_records_every_cell_a_skipped_one_with_its_reason(tmp_path: Path) -> None:
     args = ["--sizes", "3000", "--queries", "5", "--budget-s", "10", "--systems", "docqa,exact,chroma"]
     args += ["--skip", "chroma@3000=memory: skipped on purpose", "--json", str(tmp_path / "peers.json")]

@@ -42,6 +42,7 @@ def cmd_doctor(args: argparse.Namespace, app: Any) -> int:
     for name, ok, detail in check_auth(settings):
         line(name, ok, detail)
     _doctor_index(app, stores, line)
+    _doctor_embedding(settings, line)
     from service.generation.watsonx import check as check_generator
 
     for name, ok, detail in check_generator(settings):
@@ -73,6 +74,17 @@ def _doctor_directory(app: Any, line: Callable[[str, bool, str], None]) -> None:
             line("group directory", False, problem)
     else:
         line("group directory", True, f"LDAP {ldap.url} (users {ldap.user_base_dn}, groups {ldap.group_base_dn})")
+
+
+def _doctor_embedding(settings: Any, line: Callable[[str, bool, str], None]) -> None:
+    """Where ``embedding.quantize`` asks for bf16: whether the encoder will run in it, or in fp32 and why."""
+    if settings.embedding.quantize != "bf16":
+        return
+    from indexer.embedder_openvino import bf16_unavailable
+
+    cause = bf16_unavailable()
+    detail = "bf16 through OpenVINO" if cause is None else f"fp32 ONNX Runtime: bf16 unavailable, {cause}"
+    line("embedding precision", True, detail)
 
 
 def _doctor_private_files(data_dir: Path) -> list[tuple[str, str]]:

@@ -62,9 +62,10 @@ def cmd_settings(args: argparse.Namespace, app: Any) -> int:
     if args.json:
         print(json.dumps(data))
     else:
+        width = max(map(len, data))  # the longest setting's name, whichever settings the table declares
         for key, value in data.items():
             shown = value.replace("\n", "\\n") if isinstance(value, str) else value
-            print(f"{key:<16} {shown}")
+            print(f"{key:<{width}}  {shown}")
     return 0
 
 

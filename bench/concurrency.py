@@ -229,7 +229,7 @@ MODES = {"fts5": 0, "memory": 25_000_000}  # index.lexicon_max_postings
 
 
 def serve_and_measure(data_dir: Path, mode: str, levels: list[int], seconds: float) -> dict[tuple[str, int], Any]:
-    from service.api.graphql.schema import GraphQLServices
+    from service.api.graphql.context import GraphQLServices
     from service.api.grpc.server import services_for, start_grpc
     from service.api.http import start_http
     from service.bootstrap import build_app

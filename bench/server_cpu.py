@@ -37,7 +37,7 @@ def serve(data_dir: Path) -> None:
     """In the server process: serve the store on both transports, print the addresses and a token, wait for EOF."""
     from concurrency import MODES, settings
 
-    from service.api.graphql.schema import GraphQLServices
+    from service.api.graphql.context import GraphQLServices
     from service.api.grpc.server import services_for, start_grpc
     from service.api.http import start_http
     from service.bootstrap import build_app

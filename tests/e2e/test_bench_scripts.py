@@ -161,6 +161,13 @@ TOYS = [
         lambda f: f["chunks"] >= 200 and {"fts5/grpc/1", "memory/grpc/1", "memory/graphql/1"} <= set(f),
         slow=True,
     ),
+    Toy(
+        "server_cpu",
+        ["--chunks", "200", "--seconds", "0.5", "--rounds", "1", "--clients", "1"],
+        "server CPU ms/question",
+        lambda f: f["chunks"] >= 200 and {"this/graphql/1", "this/grpc/1"} <= set(f["medians"]),
+        slow=True,
+    ),
 ]
 
 

@@ -17,12 +17,13 @@ pytestmark = pytest.mark.slow
 NAMES = ("common", "query", "indexing", "admin", "analysis", "history")
 GEN = "service/api/grpc/_gen"
 
-#: Run from the unpacked wheel, the repository not on sys.path: the stubs import without proto/ beside them.
+#: Run from the unpacked wheel, the repository's root not on sys.path (its virtual environment may live under it,
+#: as .ci/run's does, and stays): the stubs import without proto/ beside them.
 PROBE = """
 import sys
 from pathlib import Path
 here = Path.cwd().resolve()
-sys.path[:] = [str(here)] + [p for p in sys.path[1:] if p and not Path(p).resolve().is_relative_to({root!r})]
+sys.path[:] = [str(here)] + [p for p in sys.path[1:] if p and Path(p).resolve() != Path({root!r}).resolve()]
 from service.api.grpc import stubgen, stubs
 assert Path(stubs.__file__).resolve().is_relative_to(here), stubs.__file__
 assert not stubgen.proto_files(), "proto/ is in the wheel"

@@ -228,7 +228,9 @@ def measure(transport: str, address: str, token: str, count: int, seconds: float
 MODES = {"fts5": 0, "memory": 25_000_000}  # index.lexicon_max_postings
 
 
-def serve_and_measure(data_dir: Path, mode: str, levels: list[int], seconds: float) -> dict[tuple[str, int], Any]:
+def start_servers(data_dir: Path, mode: str) -> tuple[Any, Any, Any, dict[str, str], str]:
+    """The store served in-process as ``docqa serve`` runs it (query batching on, BM25 per ``mode``), on both
+    transports on free ports: the app, the gRPC and HTTP servers, their addresses and a token for the bench."""
     from service.api.graphql.context import GraphQLServices
     from service.api.grpc.server import services_for, start_grpc
     from service.api.http import start_http
@@ -251,6 +253,11 @@ def serve_and_measure(data_dir: Path, mode: str, levels: list[int], seconds: flo
     )
     token = mint_token(app.settings, "bench", ttl_s=3600)
     addresses = {"grpc": f"127.0.0.1:{grpc_server.port}", "graphql": f"127.0.0.1:{http_server.port}"}
+    return app, grpc_server, http_server, addresses, token
+
+
+def serve_and_measure(data_dir: Path, mode: str, levels: list[int], seconds: float) -> dict[tuple[str, int], Any]:
+    app, grpc_server, http_server, addresses, token = start_servers(data_dir, mode)
     results: dict[tuple[str, int], Any] = {}
     try:
         for transport, address in addresses.items():

@@ -35,30 +35,9 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 def serve(data_dir: Path) -> None:
     """In the server process: serve the store on both transports, print the addresses and a token, wait for EOF."""
-    from concurrency import MODES, settings
+    from concurrency import start_servers
 
-    from service.api.graphql.context import GraphQLServices
-    from service.api.grpc.server import services_for, start_grpc
-    from service.api.http import start_http
-    from service.bootstrap import build_app
-    from service.observability.metrics import Metrics
-    from service.security.tokens import mint_token
-
-    base = settings(data_dir)
-    index = base.index.model_copy(update={"lexicon_max_postings": MODES["memory"]})
-    app = build_app(base.model_copy(update={"index": index}))
-    app.batch_questions()
-    app.keep_lexicons()
-    app.embedder().embed_query("warm up")
-    services = services_for(app, Metrics())
-    grpc_server = start_grpc(services, "127.0.0.1", 0)
-    http_server = start_http(
-        GraphQLServices(app, services.authenticator, services.queries, services.metrics, services.streams),
-        "127.0.0.1",
-        0,
-    )
-    token = mint_token(app.settings, "bench", ttl_s=3600)
-    addresses = {"grpc": f"127.0.0.1:{grpc_server.port}", "graphql": f"127.0.0.1:{http_server.port}"}
+    app, grpc_server, http_server, addresses, token = start_servers(data_dir, "memory")
     print(json.dumps({**addresses, "token": token}), flush=True)
     # Ready once the first questions (the parent's warm-up) read the full-text index into memory and the graph
     # (a store too small for a graph is searched exactly: 60 s at most for that).

@@ -1,7 +1,8 @@
-"""The base of every configuration section, and the default data directory."""
+"""The base of every configuration section, the default data directory, and the finite-number check."""
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -15,3 +16,10 @@ def default_data_dir() -> Path:
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def finite(value: float) -> float:
+    """``value`` if it is a finite number (no NaN, no infinity), for a section's field validators."""
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value

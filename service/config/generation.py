@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from acl.errors import InvalidArgument
-from service.config.base import _Section
+from service.config.base import _Section, finite
 from service.domain.links import AllowedPrefix
 from service.domain.store_settings import validate_model_id
 
@@ -47,9 +46,7 @@ class WatsonxConfig(_Section):
     @field_validator("timeout_s", "delay_time_s")
     @classmethod
     def _finite_seconds(cls, value: float) -> float:
-        if not math.isfinite(value):
-            raise ValueError("must be a finite number")
-        return value
+        return finite(value)
 
     @field_validator("model_id")
     @classmethod
@@ -140,9 +137,7 @@ class RerankConfig(_Section):
     @field_validator("timeout_s")
     @classmethod
     def _finite_seconds(cls, value: float) -> float:
-        if not math.isfinite(value):
-            raise ValueError("must be a finite number")
-        return value
+        return finite(value)
 
     @field_validator("model_id")
     @classmethod

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from service.config.base import _Section
+from service.config.base import _Section, finite
 from service.domain.limits import MAX_STORE_CHUNKS
 from service.domain.retrieval_settings import DEFAULT_FUSION, DEFAULT_LEXICAL_WEIGHT, RetrievalDefaults
 
@@ -29,9 +28,7 @@ class StoreDefaults(_Section):
     @field_validator("level", "min_threshold", "max_threshold", "lexical_weight")
     @classmethod
     def _finite(cls, value: float) -> float:
-        if not math.isfinite(value):
-            raise ValueError("must be a finite number")
-        return value
+        return finite(value)
 
     @model_validator(mode="after")
     def _ordered(self) -> StoreDefaults:

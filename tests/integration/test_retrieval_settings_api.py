@@ -175,7 +175,8 @@ def test_cli_sets_shows_and_clears(
     assert main(["settings", "set", STORE, "--clear-source-base-url", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["source_base_url"] is None
     assert main(["settings", "show", STORE]) == 0
-    assert "fusion           dense" in capsys.readouterr().out
+    # One column as wide as the longest setting's name (max_chunks_per_document), then two spaces.
+    assert "\nfusion                   dense\n" in capsys.readouterr().out
     assert app.repository.get_store(STORE).fusion == "dense"
 
 

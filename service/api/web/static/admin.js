@@ -70,7 +70,20 @@ const EXPLAIN_QUESTION = `query ExplainQuestion($userId: String!, $storeId: Stri
 const SVG = "http://www.w3.org/2000/svg";
 const $ = (id) => document.getElementById(id);
 
-const state = { store: null, preview: null, report: null, declared: [] };
+const state = { store: null, preview: null, report: null, declared: [], storeReady: false };
+
+// The buttons that act on the chosen store wait until its settings have loaded: one pressed before would act on no
+// store, or on the store the form no longer shows.
+const STORE_BUTTONS = ["settings-save", "preview-button", "calibrate", "calibrate-apply"];
+
+function storeReady(ready) {
+  state.storeReady = ready;
+  for (const id of STORE_BUTTONS) $(id).disabled = !ready;
+}
+
+function release(button) {
+  button.disabled = !state.storeReady;
+}
 
 function failed(error, region = $("notice")) {
   if (error instanceof ApiError && (error.code === "UNAUTHENTICATED" || error.status === 401)) {
@@ -105,6 +118,7 @@ async function loadStore() {
   let data;
   const stats = $("store-stats");
   stats.setAttribute("aria-busy", "true"); // until the form holds this store's settings
+  storeReady(false);
   try {
     data = await graphql(storeQuery(), { storeId: storeId() });
   } catch (error) {
@@ -114,6 +128,7 @@ async function loadStore() {
     stats.removeAttribute("aria-busy");
   }
   showStore(data.store);
+  storeReady(true);
   // A preview asked for this store while its settings loaded stays; one for another store goes.
   if (state.preview && state.preview.storeId !== storeId()) {
     state.preview = null;
@@ -287,7 +302,7 @@ async function saveSettings(settings, stateLine) {
     }
     return false;
   } finally {
-    $("settings-save").disabled = false;
+    release($("settings-save"));
   }
 }
 
@@ -311,7 +326,7 @@ async function onPreviewSubmit(event) {
     failed(error);
     return;
   } finally {
-    $("preview-button").disabled = false;
+    release($("preview-button"));
   }
   $("preview-level").value = String(state.preview.level);
   $("use-level-state").textContent = "";
@@ -397,7 +412,7 @@ async function calibrate(apply) {
     failed(error);
     return;
   } finally {
-    button.disabled = false;
+    release(button);
   }
   const report = state.report;
   showCalibration(report);

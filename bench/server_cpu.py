@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from concurrency import STORE, build_store, clients  # noqa: E402  (bench/concurrency.py)
+from figures import percentiles  # noqa: E402  (bench/figures.py)
 from provenance import record  # noqa: E402  (bench/provenance.py)
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -84,6 +85,7 @@ class Server:
             [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True, cwd=tree
         )
         assert self.process.stdout is not None
+        self.started = time.monotonic()
         self.info = json.loads(self.process.stdout.readline())
 
     def wait_ready(self) -> None:
@@ -98,6 +100,13 @@ class Server:
         while not ready.is_set():
             clients("graphql", self.info["graphql"], self.info["token"], 2, 1.0, out)
             out.get()
+        self.ready_s = time.monotonic() - self.started
+
+    def memory_mb(self) -> dict[str, float]:
+        """The server's resident memory now and at its peak (VmRSS, VmHWM), in MB."""
+        status = Path(f"/proc/{self.process.pid}/status").read_text().splitlines()
+        fields = dict(line.split(":", 1) for line in status if ":" in line)
+        return {key: int(fields[key].split()[0]) / 1024 for key in ("VmRSS", "VmHWM")}
 
     def close(self) -> None:
         assert self.process.stdin is not None
@@ -117,6 +126,7 @@ def questions(server: Server, transport: str, count: int, seconds: float) -> dic
     latencies, errors, chunks, _ = out.get()
     used = cpu_seconds(pid) - began_cpu
     done = max(len(latencies), 1)
+    p50, p99 = percentiles(latencies)
     after = threads(pid)
     per_thread = {k: (after[k] - before.get(k, 0.0)) * 1000 / done for k in after}
     print(
@@ -129,6 +139,8 @@ def questions(server: Server, transport: str, count: int, seconds: float) -> dic
         "chunks": chunks / done,
         "server_cpu_ms": used * 1000 / done,
         "rps": len(latencies) / (time.monotonic() - began),
+        "p50_ms": p50 * 1000,
+        "p99_ms": p99 * 1000,
     }
 
 
@@ -170,7 +182,11 @@ def main() -> None:
     args = parser.parse_args()
     started = time.monotonic()
     chunks = build_store(args.data_dir, args.chunks, "low-rank")
-    print(f"store {STORE}: {chunks} chunks (ready in {time.monotonic() - started:.0f} s)", flush=True)
+    disk = sum(f.stat().st_size for f in args.data_dir.rglob("*") if f.is_file()) / 1e6
+    print(
+        f"store {STORE}: {chunks} chunks (ready in {time.monotonic() - started:.0f} s), {disk:.0f} MB on disk",
+        flush=True,
+    )
     trees = {"this": ROOT, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
     levels = [int(c) for c in args.clients.split(",")]
     transports = args.transports.split(",")
@@ -181,6 +197,7 @@ def main() -> None:
             spy = None
             try:
                 server.wait_ready()
+                print(f"server of {name}: started and warm in {server.ready_s:.1f} s", flush=True)
                 for transport in transports:
                     clients_warm(server, transport)
                 if args.profile and name == "this" and round_ == args.rounds - 1:
@@ -199,9 +216,12 @@ def main() -> None:
                         print(
                             f"round {round_} {name:<8} {transport:<8} {count:>3} clients: "
                             f"{row['server_cpu_ms']:6.2f} ms server CPU/question over {row['questions']} "
-                            f"({row['rps']:.1f} req/s, {row['chunks']:.1f} chunks, {row['errors']} errors)",
+                            f"({row['rps']:.1f} req/s, p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms, "
+                            f"{row['chunks']:.1f} chunks, {row['errors']} errors)",
                             flush=True,
                         )
+                memory = server.memory_mb()
+                print(f"server of {name}: resident {memory['VmRSS']:.0f} MB, peak {memory['VmHWM']:.0f} MB", flush=True)
             finally:
                 if spy is not None:
                     spy.send_signal(2)

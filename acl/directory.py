@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
 from acl.model import EVERYONE, validate_principal
@@ -17,6 +17,11 @@ class GroupDirectory(Protocol):
         With ``store_id``: the memberships that hold for that store's documents
         (the global directory plus that store's own manifest groups).
         """
+        ...
+
+    def groups_of(self, members: Collection[str], store_id: str | None = None) -> Mapping[str, frozenset[str]]:
+        """The direct groups of ``members`` only, by the rule of ``memberships``: what a question's principal
+        expansion reads, so its cost follows the caller's groups, not the size of the directory."""
         ...
 
 
@@ -44,15 +49,23 @@ def expand_principals(
     (groups vouched for by a verified token) through nested membership, and
     ``group:everyone``. Cycles in the directory terminate.
     """
+    return expand_by_level(user, lambda members: {m: memberships.get(m, frozenset()) for m in members}, asserted_groups)
+
+
+def expand_by_level(
+    user: str,
+    groups_of: Callable[[list[str]], Mapping[str, frozenset[str]]],
+    asserted_groups: Iterable[str] = (),
+) -> frozenset[str]:
+    """``expand_principals`` asking ``groups_of`` for one level of nesting at a time (the user and the
+    asserted groups, then their groups, ...): one lookup per level, however large the directory."""
     start = [validate_principal(user), *(validate_principal(g) for g in asserted_groups)]
     seen: set[str] = set(start)
-    frontier = list(start)
+    frontier = sorted(seen)
     while frontier:
-        principal = frontier.pop()
-        for group in memberships.get(principal, ()):
-            if group not in seen:
-                seen.add(group)
-                frontier.append(group)
+        found = groups_of(frontier)
+        frontier = sorted({group for member in frontier for group in found.get(member, ())} - seen)
+        seen.update(frontier)
     seen.add(EVERYONE)
     return frozenset(seen)
 
@@ -105,3 +118,6 @@ class InMemoryDirectory:
 
     def memberships(self, store_id: str | None = None) -> Mapping[str, frozenset[str]]:
         return {member: frozenset(groups) for member, groups in self._parents.items()}
+
+    def groups_of(self, members: Collection[str], store_id: str | None = None) -> Mapping[str, frozenset[str]]:
+        return {member: frozenset(self._parents.get(member, ())) for member in members}

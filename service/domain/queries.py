@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from acl.directory import GroupDirectory, expand_principals
+from acl.directory import GroupDirectory, expand_by_level
 from acl.model import user_principal
 from indexer.source_uris import shown_source_uri
 from service.domain.filters import MetadataFilter
@@ -44,7 +44,9 @@ class Caller:
 
         With ``store_id``, groups of that store's own manifest count too (never another store's).
         """
-        return expand_principals(self.principal, directory.memberships(store_id), self.asserted_groups)
+        return expand_by_level(
+            self.principal, lambda members: directory.groups_of(members, store_id), self.asserted_groups
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ uses; ``SettingsRepository`` is all four, as the SQL adapter provides them.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -98,6 +98,10 @@ class AccessRepository(ABC):
     @abstractmethod
     def memberships(self, store_id: str | None = None) -> Mapping[str, frozenset[str]]:
         """Map every member to its groups: global rows, plus ``store_id``'s manifest rows, minus tombstones."""
+
+    @abstractmethod
+    def groups_of(self, members: Collection[str], store_id: str | None = None) -> Mapping[str, frozenset[str]]:
+        """The direct groups of ``members`` only, by the same rule as ``memberships`` (a question's expansion)."""
 
     @abstractmethod
     def group_members(self, store_id: str | None = None) -> Mapping[str, frozenset[str]]:

@@ -7,13 +7,14 @@ writing methods.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 
 from sqlalchemy import (
     DateTime,
     ForeignKeyConstraint,
+    Index,
     String,
     and_,
     delete,
@@ -76,6 +77,8 @@ class MembershipRow(Base):
     source: Mapped[str] = mapped_column(String(300), primary_key=True)  # admin | manifest | a sync's name
     changed_by: Mapped[str | None] = mapped_column(String(300), nullable=True)
     changed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # A question reads the groups of its caller (and of those groups) only: by member, not the whole table.
+    __table_args__ = (Index("ix_memberships_member", "member", "scope"),)
 
 
 class TombstoneRow(Base):
@@ -200,7 +203,8 @@ class SqlAccessRows:
             return bool(result.rowcount)  # type: ignore[attr-defined]
 
     # memberships ---------------------------------------------------------------------------
-    def _effective_pairs(self, store_id: str | None) -> list[tuple[str, str]]:
+    def _effective_pairs(self, store_id: str | None, members: Sequence[str] | None = None) -> list[tuple[str, str]]:
+        """(group, member) of every pair that holds, or of those of ``members`` only."""
         scopes = [GLOBAL_SCOPE] if store_id is None else [GLOBAL_SCOPE, store_id]
         tombstoned = exists().where(
             TombstoneRow.group == MembershipRow.group, TombstoneRow.member == MembershipRow.member
@@ -213,7 +217,13 @@ class SqlAccessRows:
             .distinct()
         )
         with self._session() as s:
-            return [(group, member) for group, member in s.execute(query)]
+            if members is None:
+                return [(group, member) for group, member in s.execute(query)]
+            return [
+                (group, member)
+                for i in range(0, len(members), _BATCH)
+                for group, member in s.execute(query.where(MembershipRow.member.in_(members[i : i + _BATCH])))
+            ]
 
     def use_group_sources(self, sources: Sequence[GroupSource]) -> None:
         """Read users' groups from these outside directories too (``directory.ldap``), merged with the
@@ -229,6 +239,27 @@ class SqlAccessRows:
             return tables
         tombstoned = frozenset((t.group, t.member) for t in self.tombstones())
         return MergedMemberships(tables, self._group_sources, tombstoned)
+
+    def groups_of(self, members: Collection[str], store_id: str | None = None) -> Mapping[str, frozenset[str]]:
+        wanted = sorted(set(members))
+        parents: dict[str, set[str]] = {member: set() for member in wanted}
+        for group, member in self._effective_pairs(store_id, wanted):
+            parents[member].add(group)
+        tables = {m: frozenset(g) for m, g in parents.items()}
+        if not self._group_sources:
+            return tables
+        tombstoned = frozenset(self._tombstoned_of(wanted))
+        merged = MergedMemberships(tables, self._group_sources, tombstoned)
+        return {member: merged[member] for member in wanted}
+
+    def _tombstoned_of(self, members: list[str]) -> list[tuple[str, str]]:
+        query = select(TombstoneRow.group, TombstoneRow.member)
+        with self._session() as s:
+            return [
+                (group, member)
+                for i in range(0, len(members), _BATCH)
+                for group, member in s.execute(query.where(TombstoneRow.member.in_(members[i : i + _BATCH])))
+            ]
 
     def group_members(self, store_id: str | None = None) -> Mapping[str, frozenset[str]]:
         members: dict[str, set[str]] = {}

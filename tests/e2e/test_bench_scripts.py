@@ -126,6 +126,12 @@ TOYS = [
         lambda f: f["requests"] > 0 and f["errors"] == 0,
     ),
     Toy("history", ["--rows", "300", "--repeat", "3"], "first page (baseline)", lambda f: f["rows"] == 300),
+    Toy(
+        "principals",
+        ["--users", "0,200", "--seconds", "0.1"],
+        "by member ms",
+        lambda f: [r["users"] for r in f["rows"]] == [0, 200],
+    ),
     Toy("lexical", ["--chunks", "300", "--queries", "3"], "one pass/lexical", lambda f: _callers(f["latency"])),
     Toy(
         "lexical_statistics",

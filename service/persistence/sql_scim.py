@@ -20,8 +20,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
 from service.persistence.ports import GLOBAL_SCOPE
-from service.persistence.sql_access import MembershipRow
 from service.persistence.sql_base import Base, transaction
+from service.persistence.sql_memberships import MembershipRow
 
 #: The ``source`` of the membership rows SCIM groups state.
 SCIM_SOURCE = "scim"

@@ -228,9 +228,12 @@ def measure(transport: str, address: str, token: str, count: int, seconds: float
 MODES = {"fts5": 0, "memory": 25_000_000}  # index.lexicon_max_postings
 
 
-def start_servers(data_dir: Path, mode: str) -> tuple[Any, Any, Any, dict[str, str], str]:
-    """The store served in-process as ``docqa serve`` runs it (query batching on, BM25 per ``mode``), on both
-    transports on free ports: the app, the gRPC and HTTP servers, their addresses and a token for the bench."""
+def start_servers(
+    data_dir: Path, mode: str, lexicon_max_postings: int | None = None
+) -> tuple[Any, Any, Any, dict[str, str], str]:
+    """The store served in-process as ``docqa serve`` runs it (query batching on, BM25 per ``mode``, or from
+    memory within ``lexicon_max_postings`` when given), on both transports on free ports: the app, the gRPC and
+    HTTP servers, their addresses and a token for the bench."""
     from service.api.graphql.context import GraphQLServices
     from service.api.grpc.server import services_for, start_grpc
     from service.api.http import start_http
@@ -239,7 +242,8 @@ def start_servers(data_dir: Path, mode: str) -> tuple[Any, Any, Any, dict[str, s
     from service.security.tokens import mint_token
 
     base = settings(data_dir)
-    index = base.index.model_copy(update={"lexicon_max_postings": MODES[mode]})
+    budget = MODES[mode] if lexicon_max_postings is None else lexicon_max_postings
+    index = base.index.model_copy(update={"lexicon_max_postings": budget})
     app = build_app(base.model_copy(update={"index": index}))
     app.batch_questions()
     app.keep_lexicons()

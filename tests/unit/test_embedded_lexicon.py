@@ -320,4 +320,12 @@ def test_a_tokens_terms_kept_for_every_row_give_the_same_scores(monkeypatch: pyt
     first, again = lexicon.scores(tokens), lexicon.scores(tokens)
     assert np.array_equal(first, fresh) and np.array_equal(again, fresh)
     monkeypatch.setattr(module, "TERMS_KEPT", 0)
+    monkeypatch.setattr(module, "TERMS_KEPT_SHARE", 10**12)
+    assert made().terms_kept == 0
     assert np.array_equal(made().scores(tokens), fresh)
+    # A copy whose postings are many keeps a share of them (at 1M chunks a common word's terms alone are 1M floats).
+    monkeypatch.setattr(module, "TERMS_KEPT_SHARE", 2)
+    large = made()
+    assert large.terms_kept == large.postings // 2 > 0
+    first, again = large.scores(tokens), large.scores(tokens)
+    assert np.array_equal(first, fresh) and np.array_equal(again, fresh)

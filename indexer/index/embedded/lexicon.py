@@ -37,8 +37,11 @@ from indexer.index.embedded.rows import Mask
 K1 = 1.2  # FTS5's bm25() constants
 B = 0.75
 _IDF_FLOOR = 1e-6
-#: Per ``Lexicon``, the most bm25 terms (floats) it keeps of tokens questions searched over every row: 16 MB.
+#: Per ``Lexicon``, the most bm25 terms (floats) it keeps of tokens questions searched over every row: 16 MB,
+#: or a quarter of its postings where that is more (at 1M chunks a common word's terms are 1M floats, so 16 MB
+#: kept two and every question recomputed the rest: 13 % of its CPU; a quarter is ~5 % of the copy's memory).
 TERMS_KEPT = 2_000_000
+TERMS_KEPT_SHARE = 4  # of the postings
 
 COLUMN_WEIGHT = " ".join(f"WHEN '{column}' THEN {weight!r}" for column, weight in zip(COLUMNS, WEIGHTS, strict=True))
 VOCAB = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.lexicon_vocab USING fts5vocab(main, chunks_fts, instance)"
@@ -71,7 +74,7 @@ class Lexicon:
     #: posting (the same operations in the same order), once.
     norms: Floats = field(init=False, repr=False, compare=False)
     #: Per token searched over every row (by its span's start), bm25's term for each of its rows: the same
-    #: values every such question computed (``bm25_terms``), kept up to ``TERMS_KEPT`` floats in all.
+    #: values every such question computed (``bm25_terms``), kept up to ``terms_kept`` floats in all.
     _terms: dict[int, Floats] = field(init=False, repr=False, compare=False)
     _terms_lock: threading.Lock = field(init=False, repr=False, compare=False)
 
@@ -83,6 +86,11 @@ class Lexicon:
     @property
     def postings(self) -> int:
         return len(self.positions)
+
+    @property
+    def terms_kept(self) -> int:
+        """The most bm25 terms (floats) it keeps (``TERMS_KEPT``, or a ``TERMS_KEPT_SHARE``-th of its postings)."""
+        return max(TERMS_KEPT, self.postings // TERMS_KEPT_SHARE)
 
     @property
     def budget_size(self) -> int:
@@ -115,14 +123,14 @@ class Lexicon:
         return bm25(phrases, self.sizes, stats)
 
     def _whole_index_terms(self, start: int, end: int) -> Floats:
-        """``bm25_terms`` of the token at ``[start, end)`` over every row (kept while ``TERMS_KEPT`` allows)."""
+        """``bm25_terms`` of the token at ``[start, end)`` over every row (kept while ``terms_kept`` allows)."""
         terms = self._terms.get(start)
         if terms is None:
             at = self.positions[start:end]
             stats = Bm25Stats(len(self.seqs), self.avgdl)
             terms = bm25_terms(len(at), self.freqs[start:end], self.norms[at], stats)
             with self._terms_lock:
-                if sum(len(kept) for kept in self._terms.values()) + len(terms) <= TERMS_KEPT:
+                if sum(len(kept) for kept in self._terms.values()) + len(terms) <= self.terms_kept:
                     self._terms[start] = terms
         return terms
 

@@ -9,8 +9,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 
-from sqlalchemy import DateTime, Index, String, and_, delete, exists, select
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy import DateTime, Index, Select, String, and_, delete, exists, select
+from sqlalchemy.orm import InstrumentedAttribute, Mapped, Session, mapped_column
 
 from acl.directory import GroupSource, MergedMemberships
 from acl.errors import InvalidArgument
@@ -52,6 +52,28 @@ def _group(principal: str) -> str:
     return principal
 
 
+def _effective(store_id: str | None) -> Select[str, str]:
+    """(group, member) of the pairs that hold for ``store_id`` (global rows, plus that store's), tombstones out."""
+    scopes = [GLOBAL_SCOPE] if store_id is None else [GLOBAL_SCOPE, store_id]
+    tombstoned = exists().where(TombstoneRow.group == MembershipRow.group, TombstoneRow.member == MembershipRow.member)
+    # An admin row and a tombstone of one pair never coexist (``add_admin_membership`` lifts it),
+    # so every row under a tombstone is a manifest's or a sync's, and none of them counts.
+    return (
+        select(MembershipRow.group, MembershipRow.member).where(MembershipRow.scope.in_(scopes), ~tombstoned).distinct()
+    )
+
+
+def _rows_of(
+    s: Session, query: Select[str, str], column: InstrumentedAttribute[str], members: list[str]
+) -> list[tuple[str, str]]:
+    """``query``'s rows whose ``column`` is one of ``members``, ``_BATCH`` members per IN (...)."""
+    return [
+        (first, second)
+        for i in range(0, len(members), _BATCH)
+        for first, second in s.execute(query.where(column.in_(members[i : i + _BATCH])))
+    ]
+
+
 class SqlMembershipRows:
     """The directory half of ``SqlAccessRows`` (the repository provides ``_session``)."""
 
@@ -61,27 +83,10 @@ class SqlMembershipRows:
     def _session(self) -> AbstractContextManager[Session]:  # pragma: no cover - provided by the repository
         raise NotImplementedError
 
-    def _effective_pairs(self, store_id: str | None, members: Sequence[str] | None = None) -> list[tuple[str, str]]:
-        """(group, member) of every pair that holds, or of those of ``members`` only."""
-        scopes = [GLOBAL_SCOPE] if store_id is None else [GLOBAL_SCOPE, store_id]
-        tombstoned = exists().where(
-            TombstoneRow.group == MembershipRow.group, TombstoneRow.member == MembershipRow.member
-        )
-        # An admin row and a tombstone of one pair never coexist (``add_admin_membership`` lifts it),
-        # so every row under a tombstone is a manifest's or a sync's, and none of them counts.
-        query = (
-            select(MembershipRow.group, MembershipRow.member)
-            .where(MembershipRow.scope.in_(scopes), ~tombstoned)
-            .distinct()
-        )
+    def _effective_pairs(self, store_id: str | None) -> list[tuple[str, str]]:
+        """(group, member) of every pair that holds."""
         with self._session() as s:
-            if members is None:
-                return [(group, member) for group, member in s.execute(query)]
-            return [
-                (group, member)
-                for i in range(0, len(members), _BATCH)
-                for group, member in s.execute(query.where(MembershipRow.member.in_(members[i : i + _BATCH])))
-            ]
+            return [(group, member) for group, member in s.execute(_effective(store_id))]
 
     def use_group_sources(self, sources: Sequence[GroupSource]) -> None:
         """Read users' groups from these outside directories too (``directory.ldap``), merged with the
@@ -100,24 +105,21 @@ class SqlMembershipRows:
 
     def groups_of(self, members: Collection[str], store_id: str | None = None) -> Mapping[str, frozenset[str]]:
         wanted = sorted(set(members))
+        with self._session() as s:  # one session: the level's pairs and, with outside directories, its tombstones
+            pairs = _rows_of(s, _effective(store_id), MembershipRow.member, wanted)
+            tombstoned = (
+                frozenset(_rows_of(s, select(TombstoneRow.group, TombstoneRow.member), TombstoneRow.member, wanted))
+                if self._group_sources
+                else frozenset()
+            )
         parents: dict[str, set[str]] = {member: set() for member in wanted}
-        for group, member in self._effective_pairs(store_id, wanted):
+        for group, member in pairs:
             parents[member].add(group)
         tables = {m: frozenset(g) for m, g in parents.items()}
         if not self._group_sources:
             return tables
-        tombstoned = frozenset(self._tombstoned_of(wanted))
         merged = MergedMemberships(tables, self._group_sources, tombstoned)
         return {member: merged[member] for member in wanted}
-
-    def _tombstoned_of(self, members: list[str]) -> list[tuple[str, str]]:
-        query = select(TombstoneRow.group, TombstoneRow.member)
-        with self._session() as s:
-            return [
-                (group, member)
-                for i in range(0, len(members), _BATCH)
-                for group, member in s.execute(query.where(TombstoneRow.member.in_(members[i : i + _BATCH])))
-            ]
 
     def group_members(self, store_id: str | None = None) -> Mapping[str, frozenset[str]]:
         members: dict[str, set[str]] = {}

@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from concurrency import STORE, build_store, clients  # noqa: E402  (bench/concurrency.py)
+from concurrency import MODES, STORE, build_store, clients  # noqa: E402  (bench/concurrency.py)
 from figures import percentiles  # noqa: E402  (bench/figures.py)
 from provenance import record  # noqa: E402  (bench/provenance.py)
 
@@ -80,7 +80,7 @@ def cpu_seconds(pid: int) -> float:
 class Server:
     """A server process of the tree at ``tree``."""
 
-    def __init__(self, tree: Path, data_dir: Path, lexicon_max_postings: int = 25_000_000) -> None:
+    def __init__(self, tree: Path, data_dir: Path, lexicon_max_postings: int) -> None:
         env = {**os.environ, "PYTHONPATH": f"{tree}:{tree / 'bench'}"}
         code = (
             f"import sys, pathlib; sys.path[:0] = [{str(tree)!r}, {str(tree / 'bench')!r}]; import server_cpu; "
@@ -185,9 +185,9 @@ def main() -> None:
     parser.add_argument(
         "--lexicon-max-postings",
         type=int,
-        default=25_000_000,
-        help="index.lexicon_max_postings of the servers (default 25000000, docqa serve's; a larger store keeps "
-        "BM25 in FTS5 unless raised)",
+        default=MODES["memory"],
+        help=f"index.lexicon_max_postings of the servers (default {MODES['memory']}, docqa serve's; a larger "
+        "store keeps BM25 in FTS5 unless raised)",
     )
     parser.add_argument("--baseline", type=Path, help="another tree (e.g. git archive REF | tar -x -C DIR)")
     parser.add_argument("--profile", type=Path, help="py-spy this tree's server in the last round; a top-N table here")
